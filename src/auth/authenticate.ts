@@ -1,0 +1,74 @@
+import { GatewayError } from '../errors.js';
+import type { KeyAuthRecord, Store } from '../store/types.js';
+import { hashApiKey, isWellFormedKey } from './api-key.js';
+import type { KeyCache } from './key-cache.js';
+
+/** Who is calling: the result of a successful authentication. */
+export interface AuthContext {
+  keyId: string;
+  keyName: string;
+  accountId: string;
+}
+
+const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
+const TOUCH_INTERVAL_MS = 60_000;
+
+/**
+ * Bearer token → key record → account (DESIGN.md "Authentication"). No header, an empty one, or one
+ * not of the form `Bearer <token>` → 401 missing_api_key; a token that is not an active key (wrong
+ * format, unknown, revoked, disabled account) → 401 invalid_api_key "Invalid API key".
+ */
+export class Authenticator {
+  private readonly lastTouched = new Map<string, number>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly cache: KeyCache,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async authenticate(header: string | undefined): Promise<AuthContext> {
+    const match = header === undefined ? null : BEARER.exec(header);
+    if (!match?.[1]) {
+      throw new GatewayError(
+        'missing_api_key',
+        'Missing API key. Send it as "Authorization: Bearer sk-svc-…"; keys are created in the dashboard.',
+      );
+    }
+    const token = match[1];
+    if (!isWellFormedKey(token)) throw invalidKey();
+    const hash = hashApiKey(token);
+    const cached = this.cache.get(hash);
+    let record: KeyAuthRecord | undefined;
+    if (cached) {
+      record = cached.record;
+    } else {
+      record = await this.store.findKeyByHash(hash);
+      this.cache.set(hash, record);
+    }
+    if (!record || record.revoked || record.accountStatus !== 'active') throw invalidKey();
+    this.touch(record.keyId);
+    return { keyId: record.keyId, keyName: record.keyName, accountId: record.accountId };
+  }
+
+  /** Forget a key at once in this process (used right after revoking it here). */
+  forget(keyHash: string): void {
+    this.cache.delete(keyHash);
+  }
+
+  /** Records "last used", at most once a minute per key, off the request's critical path. */
+  private touch(keyId: string): void {
+    const now = this.now();
+    const last = this.lastTouched.get(keyId);
+    if (last !== undefined && now - last < TOUCH_INTERVAL_MS) return;
+    this.lastTouched.set(keyId, now);
+    if (this.lastTouched.size > 100_000) this.lastTouched.clear();
+    this.store.touchApiKey(keyId, now).catch(() => {
+      // Best effort: a missed "last used" stamp must never fail a request.
+    });
+  }
+}
+
+function invalidKey(): GatewayError {
+  return new GatewayError('invalid_api_key', 'Invalid API key');
+}

@@ -1,0 +1,26 @@
+import { hash, verify } from '@node-rs/argon2';
+
+/**
+ * Argon2id with OWASP's recommended minimum parameters (m = 19 MiB, t = 2, p = 1):
+ * https://cheatsheetseries.owasp.org/cheatsheets/Password_Storage_Cheat_Sheet.html#argon2id
+ */
+// `algorithm: 2` is Algorithm.Argon2id (an ambient const enum, which isolated modules cannot reference).
+const PARAMS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+
+export const MIN_PASSWORD_LENGTH = 12;
+export const MAX_PASSWORD_LENGTH = 1024;
+
+export function hashPassword(password: string): Promise<string> {
+  return hash(password, PARAMS);
+}
+
+export function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
+  return verify(passwordHash, password).catch(() => false);
+}
+
+/** Returns a reason the password is unacceptable, or undefined when it is fine. */
+export function passwordProblem(password: string): string | undefined {
+  if (password.length < MIN_PASSWORD_LENGTH) return `must be at least ${MIN_PASSWORD_LENGTH} characters`;
+  if (password.length > MAX_PASSWORD_LENGTH) return `must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  return undefined;
+}

@@ -1,0 +1,141 @@
+import { randomBytes } from 'node:crypto';
+import { GatewayError } from '../errors.js';
+import type { ProviderConfig } from '../providers/types.js';
+import type { Store, UsageRecord } from '../store/types.js';
+import { type HoldPlanInput, callCostBound, capWithinHold, fullHoldFor } from './estimate.js';
+import { formatNano, maxTokensFor, tokenCost } from './money.js';
+
+export interface Hold {
+  holdId: string;
+  accountId: string;
+  amountNano: number;
+  /** The candidates worth trying within this hold (the first always is). */
+  candidates: ProviderConfig[];
+}
+
+export interface HoldRequest {
+  accountId: string;
+  requestId: string;
+  candidates: readonly ProviderConfig[];
+  plan: HoldPlanInput;
+  expiresAt: number;
+}
+
+export interface CallCost {
+  inputNano: number;
+  outputNano: number;
+}
+
+/** Actual cost of a call: ceil(tokens × price / 10^6) per side (DESIGN.md "Money"). */
+export function callCost(provider: ProviderConfig, promptTokens: number, completionTokens: number): CallCost {
+  return {
+    inputNano: tokenCost(promptTokens, provider.inputPriceNano),
+    outputNano: tokenCost(completionTokens, provider.outputPriceNano),
+  };
+}
+
+/**
+ * Holds, settles and releases money for completion requests. The arithmetic that must be atomic lives in
+ * the store's transactions; this module decides how much to hold and words the 402s.
+ */
+export class Billing {
+  constructor(
+    private readonly store: Store,
+    private readonly instanceId: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Holds an upper bound of the call's cost (DESIGN.md "Holds"): enough for every candidate at its desired
+   * cap when the balance allows; otherwise enough for the first candidate, at a lowered cap when the caller
+   * gave none; otherwise 402 insufficient_balance.
+   */
+  async hold(req: HoldRequest): Promise<Hold> {
+    const full = fullHoldFor(req.candidates, req.plan);
+    const first = await this.place(req, full);
+    if (first.ok) return this.holdOf(req, first.holdId, full);
+
+    const primary = req.candidates[0];
+    if (!primary) throw new Error('hold() needs at least one candidate');
+    const balance = first.balanceNano;
+    const { promptTokensBound, requestedMaxTokens } = req.plan;
+    let amount: number | undefined;
+    if (requestedMaxTokens !== undefined) {
+      const needed = callCostBound(primary, promptTokensBound, requestedMaxTokens);
+      if (needed <= balance) amount = needed;
+      else throw explicitCapError(primary, promptTokensBound, requestedMaxTokens, needed, balance);
+    } else {
+      const cap = capWithinHold(primary, balance, req.plan);
+      if (cap !== undefined) amount = callCostBound(primary, promptTokensBound, cap);
+    }
+    if (amount === undefined) throw insufficient(balance, callCostBound(primary, promptTokensBound, req.plan.minCompletionTokens));
+    const second = await this.place(req, amount);
+    if (!second.ok) throw insufficient(second.balanceNano, amount);
+    return this.holdOf(req, second.holdId, amount);
+  }
+
+  /** Charges the actual cost and returns the rest of the hold, writing the usage row (one transaction). */
+  settle(hold: Hold, costNano: number, usage: UsageRecord) {
+    return this.store.settle({ holdId: hold.holdId, accountId: hold.accountId, costNano, usage });
+  }
+
+  /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */
+  release(hold: Hold, usage: UsageRecord | null) {
+    return this.store.release({ holdId: hold.holdId, accountId: hold.accountId, usage });
+  }
+
+  /** Writes the usage row of a request refused before any money was held (e.g. 402). */
+  recordRefusal(usage: UsageRecord): Promise<void> {
+    return this.store.recordUsage(usage);
+  }
+
+  private async place(
+    req: HoldRequest,
+    amountNano: number,
+  ): Promise<{ ok: true; holdId: string } | { ok: false; balanceNano: number }> {
+    const holdId = `hold_${randomBytes(12).toString('hex')}`;
+    const result = await this.store.placeHold({
+      holdId,
+      accountId: req.accountId,
+      requestId: req.requestId,
+      amountNano,
+      owner: this.instanceId,
+      createdAt: this.now(),
+      expiresAt: req.expiresAt,
+    });
+    if (result.ok) return { ok: true, holdId };
+    if (result.reason === 'account_inactive') throw new GatewayError('invalid_api_key', 'Invalid API key');
+    return { ok: false, balanceNano: result.balanceNano };
+  }
+
+  private holdOf(req: HoldRequest, holdId: string, amountNano: number): Hold {
+    const candidates = req.candidates.filter((c, i) => i === 0 || capWithinHold(c, amountNano, req.plan) !== undefined);
+    return { holdId, accountId: req.accountId, amountNano, candidates };
+  }
+}
+
+function insufficient(balanceNano: number, neededNano: number): GatewayError {
+  return new GatewayError(
+    'insufficient_balance',
+    `Insufficient balance: this request needs up to $${formatNano(neededNano)} but the available balance is $${formatNano(balanceNano)}. Please add credits to your account.`,
+  );
+}
+
+function explicitCapError(
+  provider: ProviderConfig,
+  promptTokensBound: number,
+  maxTokens: number,
+  neededNano: number,
+  balanceNano: number,
+): GatewayError {
+  const inputCost = tokenCost(promptTokensBound, provider.inputPriceNano);
+  const largest = Math.min(maxTokens, maxTokensFor(balanceNano - inputCost, provider.outputPriceNano));
+  const hint =
+    largest >= 1
+      ? ` The largest max_tokens that fits is ${largest}.`
+      : ' The balance does not cover the prompt itself.';
+  return new GatewayError(
+    'insufficient_balance',
+    `Insufficient balance: max_tokens ${maxTokens} needs up to $${formatNano(neededNano)} but the available balance is $${formatNano(balanceNano)}.${hint} Please add credits to your account.`,
+  );
+}

@@ -1,0 +1,15 @@
+/** A CLI failure with the exit code to use (2 for usage errors, 1 otherwise). */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+    readonly code = 'error',
+  ) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export function usageError(message: string): CliError {
+  return new CliError(message, 2, 'usage');
+}

@@ -1,0 +1,40 @@
+import type { Config } from '../../config/index.js';
+import { createServer, type Server } from '../../http/server.js';
+import type { Output } from '../output.js';
+
+/**
+ * Stops the server on SIGTERM/SIGINT: stop accepting, finish and settle in-flight requests, close the
+ * store. A second signal exits at once.
+ */
+export function shutdownOnSignals(server: Server, onClosed: () => Promise<void> = async () => {}): void {
+  let closing = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (closing) process.exit(1);
+    closing = true;
+    server.app.log.info({ signal }, 'shutting down: draining in-flight requests');
+    server
+      .close()
+      .then(onClosed)
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          server.app.log.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+}
+
+/** `tollgate serve` — the server, in this process. */
+export async function serve(config: Config, out: Output): Promise<void> {
+  const server = await createServer(config);
+  const url = await server.listen();
+  const active = server.registry.all().filter((s) => s.active).map((s) => s.provider.name);
+  if (active.length === 0) {
+    server.app.log.warn('no provider is active: set PROV_<NAME>_API_KEY for at least one (see docs/configuration.md)');
+  }
+  out.result({ url, active_providers: active }, `Tollgate listening on ${url} (active providers: ${active.join(', ') || 'none'})`);
+  shutdownOnSignals(server);
+}

@@ -1,0 +1,217 @@
+import { readFileSync } from 'node:fs';
+import { parseUsdToNano } from '../billing/money.js';
+import { CATALOG, envNameOf } from '../providers/catalog.js';
+import type { ProviderConfig, ProviderName } from '../providers/types.js';
+import type { Config, LogLevel } from './config.js';
+
+/** Thrown when configuration is invalid; `problems` names each variable and what is wrong with it. */
+export class ConfigError extends Error {
+  readonly problems: readonly string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+type Source = Record<string, string | undefined>;
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/**
+ * Flattens an optional JSON config file into the same variable names the environment uses, so one
+ * validator serves both. The file may use the variable names directly (`"PORT": 8080`) or a nested
+ * `providers` object keyed by provider name:
+ * `{"providers": {"prov-claude": {"apiKey": "…", "model": "…", "inputPrice": "3"}}}`.
+ */
+function readConfigFile(path: string, problems: string[]): Source {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    problems.push(`TOLLGATE_CONFIG: cannot read ${path} as JSON (${(err as Error).message})`);
+    return {};
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    problems.push(`TOLLGATE_CONFIG: ${path} must contain a JSON object`);
+    return {};
+  }
+  const out: Source = {};
+  const providerFields: Record<string, string> = {
+    apiKey: 'API_KEY',
+    baseUrl: 'BASE_URL',
+    model: 'MODEL',
+    inputPrice: 'INPUT_PRICE',
+    outputPrice: 'OUTPUT_PRICE',
+    enabled: 'ENABLED',
+    timeoutMs: 'TIMEOUT_MS',
+    maxTokens: 'MAX_TOKENS',
+  };
+  for (const [key, value] of Object.entries(parsed)) {
+    if (key === 'providers' && typeof value === 'object' && value !== null) {
+      for (const [provider, fields] of Object.entries(value)) {
+        const entry = CATALOG.find((c) => c.name === provider);
+        if (!entry) {
+          problems.push(`TOLLGATE_CONFIG: unknown provider "${provider}" in ${path}`);
+          continue;
+        }
+        if (typeof fields !== 'object' || fields === null) continue;
+        for (const [field, fieldValue] of Object.entries(fields)) {
+          const suffix = providerFields[field];
+          if (!suffix) {
+            problems.push(`TOLLGATE_CONFIG: unknown field "${field}" for ${provider} in ${path}`);
+            continue;
+          }
+          out[`PROV_${envNameOf(entry.name)}_${suffix}`] = String(fieldValue);
+        }
+      }
+    } else if (value !== null && typeof value !== 'object') {
+      out[key] = String(value);
+    } else {
+      problems.push(`TOLLGATE_CONFIG: "${key}" in ${path} must be a string, number or boolean`);
+    }
+  }
+  return out;
+}
+
+class Reader {
+  constructor(
+    private readonly source: Source,
+    readonly problems: string[],
+  ) {}
+
+  raw(name: string): string | undefined {
+    const v = this.source[name];
+    return v === undefined || v.trim() === '' ? undefined : v.trim();
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  int(name: string, fallback: number, min: number, max: number): number {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const n = /^\d+$/.test(v) ? Number(v) : Number.NaN;
+    if (!Number.isSafeInteger(n) || n < min || n > max) {
+      this.problems.push(`${name}: must be a whole number from ${min} to ${max} (got "${v}")`);
+      return fallback;
+    }
+    return n;
+  }
+
+  bool(name: string, fallback: boolean): boolean {
+    const v = this.raw(name)?.toLowerCase();
+    if (v === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+    if (['0', 'false', 'no', 'off'].includes(v)) return false;
+    this.problems.push(`${name}: must be true or false (got "${v}")`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const v = this.raw(name);
+    if (v === undefined) return fallback;
+    const match = allowed.find((a) => a.toLowerCase() === v.toLowerCase());
+    if (!match) {
+      this.problems.push(`${name}: must be one of ${allowed.join(', ')} (got "${v}")`);
+      return fallback;
+    }
+    return match;
+  }
+
+  price(name: string, fallback: string): number {
+    const v = this.raw(name) ?? fallback;
+    const nano = parseUsdToNano(v);
+    if (nano === undefined) {
+      this.problems.push(
+        `${name}: must be a price in USD per 1M tokens, a plain decimal with at most 9 decimal places such as 3 or 0.15 (got "${v}")`,
+      );
+      return 0;
+    }
+    return nano;
+  }
+
+  url(name: string, fallback: string): string {
+    const v = this.raw(name) ?? fallback;
+    try {
+      const u = new URL(v);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('not http(s)');
+      if (u.username || u.password) {
+        this.problems.push(`${name}: must not contain credentials; use the _API_KEY variable`);
+      }
+      return v.replace(/\/+$/, '');
+    } catch {
+      this.problems.push(`${name}: must be an http:// or https:// URL (got "${v}")`);
+      return fallback;
+    }
+  }
+}
+
+function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
+  const providers = {} as Record<ProviderName, ProviderConfig>;
+  for (const entry of CATALOG) {
+    const p = `PROV_${envNameOf(entry.name)}_`;
+    providers[entry.name] = Object.freeze({
+      name: entry.name,
+      wireFormat: entry.wireFormat,
+      baseUrl: r.url(`${p}BASE_URL`, entry.baseUrl),
+      apiKey: r.raw(`${p}API_KEY`),
+      model: r.string(`${p}MODEL`, entry.model),
+      inputPriceNano: r.price(`${p}INPUT_PRICE`, entry.inputPriceUsd),
+      outputPriceNano: r.price(`${p}OUTPUT_PRICE`, entry.outputPriceUsd),
+      defaultMaxTokens: r.int(`${p}MAX_TOKENS`, entry.defaultMaxTokens, 1, 1_000_000),
+      enabled: r.bool(`${p}ENABLED`, true),
+      timeoutMs: r.int(`${p}TIMEOUT_MS`, 60_000, 100, 3_600_000),
+      inAutoRotation: entry.inAutoRotation,
+    });
+  }
+  return providers;
+}
+
+/**
+ * Reads configuration from the environment (and the JSON file named by `TOLLGATE_CONFIG`, whose values
+ * the environment overrides), validates all of it, and returns one frozen `Config`. Throws
+ * `ConfigError` listing every problem at once. `defaults` sit under the file and the environment;
+ * `overrides` above them (the demo uses both to point every provider at the simulator).
+ */
+export function loadConfig(
+  env: Source = process.env,
+  options: { overrides?: Source; defaults?: Source } = {},
+): Config {
+  const problems: string[] = [];
+  const filePath = env.TOLLGATE_CONFIG?.trim();
+  const fromFile = filePath ? readConfigFile(filePath, problems) : {};
+  const r = new Reader({ ...options.defaults, ...fromFile, ...env, ...options.overrides }, problems);
+
+  const databaseUrl = r.string('DATABASE_URL', 'sqlite:./data/tollgate.db');
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
+    problems.push(`DATABASE_URL: must start with sqlite: or postgres:// (got "${databaseUrl}")`);
+  }
+  const redisUrl = r.raw('REDIS_URL');
+  if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
+    problems.push(`REDIS_URL: must start with redis:// or rediss:// (got "${redisUrl}")`);
+  }
+  const requestTimeoutMs = r.int('REQUEST_TIMEOUT_MS', 120_000, 1_000, 3_600_000);
+
+  const config: Config = {
+    port: r.int('PORT', 8080, 0, 65_535),
+    host: r.string('HOST', '0.0.0.0'),
+    databaseUrl,
+    redisUrl,
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
+    sqliteSynchronous: r.oneOf('SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL'),
+    bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
+    maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),
+    maxTokensCeiling: r.int('MAX_TOKENS_CEILING', 200_000, 1, 10_000_000),
+    requestTimeoutMs,
+    holdGraceMs: r.int('HOLD_GRACE_MS', 60_000, 0, 86_400_000),
+    holdSweepIntervalMs: r.int('HOLD_SWEEP_INTERVAL_MS', 30_000, 100, 3_600_000),
+    minCompletionTokens: r.int('MIN_COMPLETION_TOKENS', 16, 1, 1_000_000),
+    keyCacheTtlMs: r.int('KEY_CACHE_TTL_MS', 1000, 0, 1000),
+    maxConcurrentRequests: r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000),
+    providers: Object.freeze(readProviders(r)),
+  };
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}

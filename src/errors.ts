@@ -1,0 +1,72 @@
+/**
+ * The one error type of Tollgate. Every layer raises `GatewayError`; `src/http/` alone turns it into
+ * the spec's error body `{ error: { message, type, code } }` (spec §2.5, §7).
+ */
+
+export const ERROR_CODES = {
+  missing_api_key: { status: 401, type: 'authentication_error' },
+  invalid_api_key: { status: 401, type: 'authentication_error' },
+  insufficient_balance: { status: 402, type: 'insufficient_balance' },
+  invalid_messages: { status: 400, type: 'invalid_request_error' },
+  streaming_not_supported: { status: 400, type: 'invalid_request_error' },
+  invalid_request: { status: 400, type: 'invalid_request_error' },
+  invalid_json: { status: 400, type: 'invalid_request_error' },
+  invalid_provider: { status: 400, type: 'invalid_request_error' },
+  model_provider_mismatch: { status: 400, type: 'invalid_request_error' },
+  upstream_rejected: { status: 400, type: 'invalid_request_error' },
+  not_found: { status: 404, type: 'invalid_request_error' },
+  model_not_found: { status: 404, type: 'invalid_request_error' },
+  method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  request_too_large: { status: 413, type: 'invalid_request_error' },
+  unsupported_media_type: { status: 415, type: 'invalid_request_error' },
+  rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
+  internal_error: { status: 500, type: 'server_error' },
+  provider_error: { status: 502, type: 'upstream_error' },
+  provider_unavailable: { status: 503, type: 'upstream_error' },
+  no_provider_available: { status: 503, type: 'upstream_error' },
+  service_unavailable: { status: 503, type: 'server_error' },
+  provider_timeout: { status: 504, type: 'upstream_error' },
+} as const satisfies Record<string, { status: number; type: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface GatewayErrorOptions {
+  /** Seconds the client should wait before retrying (sent as `Retry-After`). */
+  retryAfterSeconds?: number;
+  /** The request parameter the error is about, as OpenAI's `error.param`. */
+  param?: string;
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly type: string;
+  readonly retryAfterSeconds: number | undefined;
+  readonly param: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = ERROR_CODES[code].status;
+    this.type = ERROR_CODES[code].type;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.param = options.param;
+  }
+}
+
+export interface ErrorBody {
+  error: { message: string; type: string; code: string; param?: string };
+}
+
+/** The spec's error body for a `GatewayError`. */
+export function errorBody(err: GatewayError): ErrorBody {
+  const body: ErrorBody = { error: { message: err.message, type: err.type, code: err.code } };
+  if (err.param !== undefined) body.error.param = err.param;
+  return body;
+}
+
+export function isGatewayError(value: unknown): value is GatewayError {
+  return value instanceof GatewayError;
+}

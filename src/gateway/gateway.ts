@@ -1,0 +1,256 @@
+import type { Logger } from 'pino';
+import { type Billing, type Hold, callCost } from '../billing/billing.js';
+import { capWithinHold, type HoldPlanInput, promptTokenUpperBound } from '../billing/estimate.js';
+import type { Config } from '../config/index.js';
+import { GatewayError } from '../errors.js';
+import type {
+  ChatResult,
+  ProviderAdapter,
+  ProviderConfig,
+  UpstreamHttpRequest,
+  UpstreamHttpResponse,
+  WireFormat,
+} from '../providers/types.js';
+import { UpstreamError } from '../providers/types.js';
+import type { ProviderRegistry } from '../routing/registry.js';
+import { resolveRoute } from '../routing/resolve-route.js';
+import type { RotationCounter } from '../routing/rotation.js';
+import type { UsageRecord } from '../store/types.js';
+import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
+import type { ChatCompletion, ChatRequest, RequestContext } from './types.js';
+import { toGatewayError } from './upstream-failure.js';
+
+/** The network side of an upstream call (`src/providers/upstream-client.ts`). */
+export interface UpstreamSender {
+  send(req: UpstreamHttpRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<UpstreamHttpResponse>;
+}
+
+export interface GatewayDeps {
+  config: Config;
+  billing: Billing;
+  registry: ProviderRegistry;
+  rotation: RotationCounter;
+  upstream: UpstreamSender;
+  adapterFor: (format: WireFormat) => ProviderAdapter;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** Usage an upstream may report before we call it absurd (beyond any plausible template overhead). */
+function promptTokensPlausible(reported: number, bound: number): boolean {
+  return reported <= bound * 2 + 1024;
+}
+
+interface Served {
+  provider: ProviderConfig;
+  result: ChatResult;
+  cap: number;
+}
+
+/**
+ * The completion pipeline (DESIGN.md "The path of one request"), HTTP-free:
+ * route → hold → adapter/upstream (failover under auto routing) → settle, or release on failure.
+ */
+export class Gateway {
+  private readonly now: () => number;
+
+  constructor(private readonly deps: GatewayDeps) {
+    this.now = deps.now ?? Date.now;
+  }
+
+  async complete(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
+    const { config, billing, registry, rotation } = this.deps;
+    const route = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+    const plan: HoldPlanInput = {
+      promptTokensBound: promptTokenUpperBound(req.messages),
+      requestedMaxTokens: req.maxTokens,
+      minCompletionTokens: config.minCompletionTokens,
+    };
+    const deadline = ctx.startedAt + config.requestTimeoutMs;
+    let hold: Hold;
+    try {
+      hold = await billing.hold({
+        accountId: ctx.accountId,
+        requestId: ctx.requestId,
+        candidates: route.candidates,
+        plan,
+        expiresAt: deadline + config.holdGraceMs,
+      });
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === 'insufficient_balance') {
+        await this.recordRefusal(ctx, route.candidates[0], err);
+      }
+      throw err;
+    }
+
+    let served: Served | undefined;
+    let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
+    try {
+      const outcome = await this.attempt(req, hold, plan, route.explicit, deadline);
+      served = outcome.served;
+      lastFailure = outcome.lastFailure;
+    } catch (err) {
+      await billing.release(hold, this.failedUsage(ctx, route.candidates[0], 'internal_error', 500));
+      throw err;
+    }
+
+    if (!served) {
+      const error = lastFailure
+        ? toGatewayError(lastFailure.provider.name, lastFailure.error)
+        : new GatewayError('no_provider_available', 'No provider is available for this request right now.', {
+            retryAfterSeconds: 30,
+          });
+      await billing.release(hold, this.failedUsage(ctx, lastFailure?.provider, error.code, error.status));
+      throw error;
+    }
+    return this.settle(ctx, req, hold, served);
+  }
+
+  /** Tries the hold's candidates in order, failing over only under auto routing, within the deadline. */
+  private async attempt(
+    req: ChatRequest,
+    hold: Hold,
+    plan: HoldPlanInput,
+    explicit: boolean,
+    deadline: number,
+  ): Promise<{ served?: Served; lastFailure?: { provider: ProviderConfig; error: UpstreamError } }> {
+    const { registry, upstream, adapterFor, logger } = this.deps;
+    let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
+    for (const provider of hold.candidates) {
+      const remaining = deadline - this.now();
+      if (remaining <= 0) {
+        lastFailure ??= { provider, error: new UpstreamError('timeout', 'request deadline passed') };
+        break;
+      }
+      if (!registry.health.tryAcquire(provider.name)) continue;
+      const cap = capWithinHold(provider, hold.amountNano, plan);
+      if (cap === undefined) {
+        registry.health.releaseProbe(provider.name);
+        continue;
+      }
+      const adapter = adapterFor(provider.wireFormat);
+      try {
+        const httpRequest = adapter.buildRequest(provider, {
+          model: provider.model,
+          messages: req.messages,
+          maxTokens: cap,
+          params: req.params,
+        });
+        const response = await upstream.send(httpRequest, { timeoutMs: Math.min(provider.timeoutMs, remaining) });
+        const result = adapter.parseResponse(provider, response);
+        checkUsage(result, cap, plan.promptTokensBound);
+        registry.health.recordSuccess(provider.name);
+        return { served: { provider, result, cap } };
+      } catch (err) {
+        if (!(err instanceof UpstreamError)) {
+          registry.health.releaseProbe(provider.name);
+          throw err;
+        }
+        if (err.retryable || err.kind === 'auth') registry.health.recordFailure(provider.name);
+        else registry.health.releaseProbe(provider.name);
+        logger.warn(
+          { provider: provider.name, kind: err.kind, status: err.status, retryable: err.retryable },
+          'upstream call failed',
+        );
+        lastFailure = { provider, error: err };
+        if (explicit || !err.retryable) break;
+      }
+    }
+    return { lastFailure };
+  }
+
+  private async settle(ctx: RequestContext, req: ChatRequest, hold: Hold, served: Served): Promise<ChatCompletion> {
+    const { provider, result } = served;
+    const estimated = result.usage.promptTokens === undefined || result.usage.completionTokens === undefined;
+    const promptTokens = result.usage.promptTokens ?? (await countPromptTokens(req.messages));
+    const completionTokens = result.usage.completionTokens ?? (await countCompletionTokens(result.text));
+    const cost = callCost(provider, promptTokens, completionTokens);
+    const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
+    const model = result.model ?? provider.model;
+    const settled = await this.deps.billing.settle(hold, cost.inputNano + cost.outputNano, {
+      ...this.baseUsage(ctx),
+      provider: provider.name,
+      model,
+      promptTokens,
+      completionTokens,
+      usageEstimated: estimated,
+      inputCostNano: cost.inputNano,
+      outputCostNano: cost.outputNano,
+      status: 'ok',
+      errorCode: null,
+      httpStatus: 200,
+      durationMs,
+    });
+    if (settled.shortfallNano > 0) {
+      this.deps.logger.warn(
+        { requestId: ctx.requestId, provider: provider.name, shortfallNano: settled.shortfallNano },
+        'actual cost exceeded hold and balance; shortfall recorded',
+      );
+    }
+    return {
+      id: ctx.requestId,
+      created: Math.floor(ctx.startedAt / 1000),
+      model,
+      provider: provider.name,
+      text: result.text,
+      finishReason: result.finishReason,
+      promptTokens,
+      completionTokens,
+      usageEstimated: estimated,
+      inputCostNano: cost.inputNano,
+      outputCostNano: cost.outputNano,
+      balanceNano: settled.balanceNano,
+      durationMs,
+    };
+  }
+
+  private async recordRefusal(ctx: RequestContext, provider: ProviderConfig | undefined, err: GatewayError) {
+    await this.deps.billing.recordRefusal(this.failedUsage(ctx, provider, err.code, err.status));
+  }
+
+  private baseUsage(ctx: RequestContext): Pick<UsageRecord, 'requestId' | 'accountId' | 'keyId' | 'clientGone' | 'createdAt'> {
+    return {
+      requestId: ctx.requestId,
+      accountId: ctx.accountId,
+      keyId: ctx.keyId,
+      clientGone: ctx.clientGone(),
+      createdAt: ctx.startedAt,
+    };
+  }
+
+  private failedUsage(
+    ctx: RequestContext,
+    provider: ProviderConfig | undefined,
+    errorCode: string,
+    httpStatus: number,
+  ): UsageRecord {
+    return {
+      ...this.baseUsage(ctx),
+      provider: provider?.name ?? null,
+      model: provider?.model ?? null,
+      promptTokens: 0,
+      completionTokens: 0,
+      usageEstimated: false,
+      inputCostNano: 0,
+      outputCostNano: 0,
+      status: 'error',
+      errorCode,
+      httpStatus,
+      durationMs: Math.max(0, Math.round(this.now() - ctx.startedAt)),
+    };
+  }
+}
+
+/**
+ * An upstream that reports more completion tokens than the cap it was sent, or a prompt far beyond what
+ * the request could contain, is answering garbage: treated as an unreadable response (no charge).
+ */
+function checkUsage(result: ChatResult, cap: number, promptBound: number): void {
+  const { promptTokens, completionTokens } = result.usage;
+  if (completionTokens !== undefined && completionTokens > cap) {
+    throw new UpstreamError('bad_response', `upstream reported ${completionTokens} completion tokens above the cap ${cap}`);
+  }
+  if (promptTokens !== undefined && !promptTokensPlausible(promptTokens, promptBound)) {
+    throw new UpstreamError('bad_response', `upstream reported an implausible prompt token count ${promptTokens}`);
+  }
+}

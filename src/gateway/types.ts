@@ -1,0 +1,41 @@
+import type { ChatMessage, FinishReason, ProviderName, SamplingParams } from '../providers/types.js';
+
+/** A validated chat-completion request, HTTP-free. */
+export interface ChatRequest {
+  messages: ChatMessage[];
+  model: string | undefined;
+  provider: string | undefined;
+  /** The caller's completion cap (`max_completion_tokens`, else `max_tokens`). */
+  maxTokens: number | undefined;
+  params: SamplingParams;
+}
+
+/** Everything the API layer needs to shape the `chat.completion` body. */
+export interface ChatCompletion {
+  id: string;
+  /** Unix seconds. */
+  created: number;
+  model: string;
+  provider: ProviderName;
+  text: string;
+  finishReason: FinishReason;
+  promptTokens: number;
+  completionTokens: number;
+  usageEstimated: boolean;
+  inputCostNano: number;
+  outputCostNano: number;
+  /** Available balance after the settle. */
+  balanceNano: number;
+  durationMs: number;
+}
+
+/** Facts about the request the pipeline needs from its caller. */
+export interface RequestContext {
+  requestId: string;
+  accountId: string;
+  keyId: string;
+  /** Epoch ms when the request arrived. */
+  startedAt: number;
+  /** Whether the client has disconnected (checked when the usage row is written). */
+  clientGone: () => boolean;
+}

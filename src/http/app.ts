@@ -1,0 +1,68 @@
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { apiRoutes, type ApiDeps } from '../api/routes.js';
+import { GatewayError, errorBody } from '../errors.js';
+import { toGatewayError } from './to-gateway-error.js';
+
+export interface AppDeps extends ApiDeps {
+  logger: Logger;
+  /** Readiness: resolves when the database answers and at least one provider is active. */
+  ready: () => Promise<{ ok: boolean; detail: Record<string, unknown> }>;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Fastify app assembly: body limit, request ids, the one error → HTTP mapping, routes. */
+export function buildApp(deps: AppDeps): FastifyInstance {
+  let counter = 0;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: deps.config.bodyLimitBytes,
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    // Fastify's own 503-on-close body is not the spec's error shape; requests that arrive while draining
+    // are served like the in-flight ones.
+    return503OnClosing: false,
+    disableRequestLogging: true,
+    requestIdHeader: false,
+    genReqId: (req) => {
+      const incoming = req.headers['x-request-id'];
+      if (typeof incoming === 'string' && REQUEST_ID.test(incoming)) return incoming;
+      return `req_${Date.now().toString(36)}${(counter++).toString(36)}`;
+    },
+  });
+
+  // Only JSON is accepted; Fastify's built-in text/plain parser would let text bodies through.
+  app.removeContentTypeParser('text/plain');
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  app.setErrorHandler((err, request, reply) => {
+    const gatewayError = toGatewayError(err);
+    if (gatewayError.status >= 500) {
+      request.log.error({ err, code: gatewayError.code }, 'request failed');
+    } else {
+      request.log.info({ code: gatewayError.code, status: gatewayError.status }, 'request refused');
+    }
+    if (gatewayError.retryAfterSeconds !== undefined) {
+      reply.header('retry-after', String(gatewayError.retryAfterSeconds));
+    }
+    return reply.code(gatewayError.status).type('application/json').send(errorBody(gatewayError));
+  });
+
+  app.setNotFoundHandler((request, reply) => {
+    const err = new GatewayError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`);
+    return reply.code(404).type('application/json').send(errorBody(err));
+  });
+
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const result = await deps.ready();
+    return reply.code(result.ok ? 200 : 503).send({ status: result.ok ? 'ok' : 'unavailable', ...result.detail });
+  });
+
+  app.register(apiRoutes, { prefix: '/api/v1', ...deps });
+  return app;
+}

@@ -1,0 +1,108 @@
+import type { ProviderName, WireFormat } from './types.js';
+
+/**
+ * The catalog of the eight providers: which wire format each speaks and its defaults. This is the one
+ * place that switches on provider names. Prices are USD per 1M tokens as decimal strings (parsed exactly
+ * into nanodollars by the config loader); every default can be overridden per provider
+ * (`PROV_<NAME>_*`, see docs/configuration.md).
+ */
+export interface CatalogEntry {
+  name: ProviderName;
+  wireFormat: WireFormat;
+  /** Base URL as the official SDK of that wire format takes it. */
+  baseUrl: string;
+  model: string;
+  inputPriceUsd: string;
+  outputPriceUsd: string;
+  /** Completion cap sent upstream when the caller gives no `max_tokens`. */
+  defaultMaxTokens: number;
+  inAutoRotation: boolean;
+}
+
+export const CATALOG: readonly CatalogEntry[] = Object.freeze([
+  {
+    name: 'prov-deepseek',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://api.deepseek.com/v1',
+    model: 'deepseek-chat',
+    inputPriceUsd: '0.28',
+    outputPriceUsd: '0.42',
+    defaultMaxTokens: 4096,
+    inAutoRotation: true,
+  },
+  {
+    name: 'prov-qwen',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1',
+    model: 'qwen-plus',
+    inputPriceUsd: '0.4',
+    outputPriceUsd: '1.2',
+    defaultMaxTokens: 4096,
+    inAutoRotation: true,
+  },
+  {
+    name: 'prov-kimi',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://api.moonshot.ai/v1',
+    model: 'kimi-k2-0905-preview',
+    inputPriceUsd: '0.6',
+    outputPriceUsd: '2.5',
+    defaultMaxTokens: 4096,
+    inAutoRotation: true,
+  },
+  {
+    name: 'prov-gpt-oss-120b',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://api.groq.com/openai/v1',
+    model: 'openai/gpt-oss-120b',
+    inputPriceUsd: '0.15',
+    outputPriceUsd: '0.75',
+    defaultMaxTokens: 4096,
+    inAutoRotation: true,
+  },
+  {
+    name: 'prov-gemini',
+    wireFormat: 'gemini',
+    baseUrl: 'https://generativelanguage.googleapis.com',
+    model: 'gemini-2.5-flash',
+    inputPriceUsd: '0.3',
+    outputPriceUsd: '2.5',
+    defaultMaxTokens: 4096,
+    inAutoRotation: false,
+  },
+  {
+    name: 'prov-llama',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://api.groq.com/openai/v1',
+    model: 'llama-3.3-70b-versatile',
+    inputPriceUsd: '0.59',
+    outputPriceUsd: '0.79',
+    defaultMaxTokens: 4096,
+    inAutoRotation: false,
+  },
+  {
+    name: 'prov-mistral',
+    wireFormat: 'openai-compatible',
+    baseUrl: 'https://api.mistral.ai/v1',
+    model: 'mistral-small-latest',
+    inputPriceUsd: '0.1',
+    outputPriceUsd: '0.3',
+    defaultMaxTokens: 4096,
+    inAutoRotation: false,
+  },
+  {
+    name: 'prov-claude',
+    wireFormat: 'anthropic',
+    baseUrl: 'https://api.anthropic.com',
+    model: 'claude-sonnet-4-5',
+    inputPriceUsd: '3',
+    outputPriceUsd: '15',
+    defaultMaxTokens: 4096,
+    inAutoRotation: false,
+  },
+]);
+
+/** `prov-gpt-oss-120b` → `GPT_OSS_120B`: the `<NAME>` of the `PROV_<NAME>_*` variables. */
+export function envNameOf(provider: ProviderName): string {
+  return provider.replace(/^prov-/, '').toUpperCase().replace(/-/g, '_');
+}

@@ -1,0 +1,14 @@
+/** Source of the auto-rotation sequence. In-process now; shared across instances when Redis is added. */
+export interface RotationCounter {
+  /** Returns 0, 1, 2, … — one number per auto-routed request. */
+  next(): number;
+}
+
+export class LocalRotationCounter implements RotationCounter {
+  private value = 0;
+  next(): number {
+    const v = this.value;
+    this.value = (this.value + 1) % Number.MAX_SAFE_INTEGER;
+    return v;
+  }
+}

@@ -1,0 +1,180 @@
+/**
+ * The store's contract. `src/store/` is the only place with SQL; everything else talks to this
+ * interface. Money is integer nanodollars. Times are Unix epoch milliseconds.
+ */
+
+export type AccountRole = 'user' | 'admin';
+export type AccountStatus = 'active' | 'disabled';
+
+export interface Account {
+  id: string;
+  email: string;
+  role: AccountRole;
+  status: AccountStatus;
+  /** Available balance: credits − charges − open holds. Never below zero. */
+  balanceNano: number;
+  createdAt: number;
+}
+
+export interface ApiKeyInfo {
+  id: string;
+  accountId: string;
+  name: string;
+  /** Display hint, e.g. `sk-svc-1a2b…9f0e`. */
+  hint: string;
+  createdAt: number;
+  lastUsedAt: number | null;
+  revokedAt: number | null;
+}
+
+/** What authentication needs from a key lookup by hash. */
+export interface KeyAuthRecord {
+  keyId: string;
+  keyName: string;
+  accountId: string;
+  accountStatus: AccountStatus;
+  revoked: boolean;
+}
+
+export type UsageStatus = 'ok' | 'error';
+
+/** One row per billed (or refused-at-billing) request. */
+export interface UsageRecord {
+  /** The completion id (`chatcmpl-…`); unique: a request is settled at most once. */
+  requestId: string;
+  accountId: string;
+  keyId: string;
+  /** Provider that served (or last tried); null when none was tried. */
+  provider: string | null;
+  model: string | null;
+  promptTokens: number;
+  completionTokens: number;
+  /** True when usage was counted locally because the upstream reported none. */
+  usageEstimated: boolean;
+  inputCostNano: number;
+  outputCostNano: number;
+  status: UsageStatus;
+  /** The error code for a failed request. */
+  errorCode: string | null;
+  httpStatus: number;
+  durationMs: number;
+  /** True when the client disconnected before the response was sent. */
+  clientGone: boolean;
+  createdAt: number;
+}
+
+export interface PlaceHoldInput {
+  holdId: string;
+  accountId: string;
+  requestId: string;
+  amountNano: number;
+  /** The serving process's instance id. */
+  owner: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export type PlaceHoldResult =
+  | { ok: true; balanceNano: number }
+  /** Balance too low (or the account is disabled / missing): nothing was changed. */
+  | { ok: false; reason: 'insufficient_balance' | 'account_inactive'; balanceNano: number };
+
+export interface SettleInput {
+  holdId: string;
+  accountId: string;
+  /** Actual cost to charge (input + output cost of the usage row). */
+  costNano: number;
+  usage: UsageRecord;
+}
+
+export interface SettleResult {
+  /** Available balance after the settle. */
+  balanceNano: number;
+  /** What was actually charged (≤ costNano; less only when hold + balance could not cover it). */
+  chargedNano: number;
+  /** costNano − chargedNano: recorded on the usage row. */
+  shortfallNano: number;
+}
+
+export interface ReleaseInput {
+  holdId: string;
+  accountId: string;
+  /** The failed request's usage row (zero cost), or null to write none. */
+  usage: UsageRecord | null;
+}
+
+export interface LedgerProblem {
+  accountId: string;
+  email: string;
+  creditsNano: number;
+  chargesNano: number;
+  openHoldsNano: number;
+  balanceNano: number;
+  /** credits − (balance + open holds + charges); 0 when consistent. */
+  discrepancyNano: number;
+  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge';
+}
+
+export interface LedgerReport {
+  ok: boolean;
+  accounts: number;
+  problems: LedgerProblem[];
+}
+
+export interface Store {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Applies pending migrations (idempotent). */
+  migrate(): Promise<void>;
+  close(): Promise<void>;
+  /** Cheap liveness query for /readyz. */
+  ping(): Promise<void>;
+
+  // accounts
+  createAccount(input: {
+    email: string;
+    role: AccountRole;
+    passwordHash: string | null;
+  }): Promise<{ ok: true; account: Account } | { ok: false; reason: 'email_taken' }>;
+  getAccount(id: string): Promise<Account | undefined>;
+  findAccountByEmail(email: string): Promise<Account | undefined>;
+
+  // API keys
+  /** Creates a key unless the account already has `maxActive` unrevoked keys (checked atomically). */
+  createApiKey(input: {
+    accountId: string;
+    name: string;
+    keyHash: string;
+    hint: string;
+    maxActive: number;
+  }): Promise<{ ok: true; key: ApiKeyInfo } | { ok: false; reason: 'limit_reached' }>;
+  listApiKeys(accountId: string): Promise<ApiKeyInfo[]>;
+  revokeApiKey(accountId: string, keyId: string): Promise<'revoked' | 'not_found' | 'already_revoked'>;
+  findKeyByHash(keyHash: string): Promise<KeyAuthRecord | undefined>;
+  touchApiKey(keyId: string, at: number): Promise<void>;
+
+  // money: the only ways a balance changes
+  /** Appends a credit to the ledger and adds it to the balance, in one transaction. */
+  addCredit(input: { accountId: string; amountNano: number; note: string | null }): Promise<{ balanceNano: number }>;
+  /** Atomically moves `amountNano` from the balance into an open hold, or changes nothing. */
+  placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult>;
+  /**
+   * One transaction: closes the hold, charges the actual cost (from the hold, and beyond it from the
+   * balance as far as it goes, never below zero), returns the rest, appends the charge to the ledger
+   * and writes the usage row. A hold already released (expired) is treated as a hold of 0.
+   */
+  settle(input: SettleInput): Promise<SettleResult>;
+  /** One transaction: closes the hold, returns all of it, writes the (failed) usage row. */
+  release(input: ReleaseInput): Promise<{ balanceNano: number }>;
+  /** Writes a usage row for a request that never held money (e.g. refused with 402). */
+  recordUsage(usage: UsageRecord): Promise<void>;
+  /** Releases open holds: every one, those of other owners, or those expired before a time. Returns how many. */
+  releaseHolds(
+    filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
+  ): Promise<number>;
+  /** Sum of open holds of an account. */
+  openHoldsNano(accountId: string): Promise<number>;
+  /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
+  ledgerCheck(): Promise<LedgerReport>;
+  /** Usage rows of an account, newest first. */
+  listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]>;
+}

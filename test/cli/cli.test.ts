@@ -1,0 +1,112 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-key.js';
+import { openStore } from '../../src/store/index.js';
+import { runCli } from '../helpers/cli.js';
+
+let dir: string;
+let env: Record<string, string>;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
+  env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}`, LOG_LEVEL: 'silent' };
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function json(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0] as string) as Record<string, unknown>;
+}
+
+describe('bin/tollgate (operator contract)', () => {
+  it('migrate --json', async () => {
+    const r = await runCli(['migrate', '--json'], env);
+    expect(r.code).toBe(0);
+    expect(json(r.stdout)).toMatchObject({ ok: true, dialect: 'sqlite' });
+  });
+
+  it('accounts create --json, with a password on stdin; a second create of the same email fails', async () => {
+    const r = await runCli(['accounts', 'create', '--email', 'Ops@Example.test', '--password-stdin', '--admin', '--json'], env, 'correct horse battery staple\n');
+    expect(r.code).toBe(0);
+    expect(json(r.stdout)).toMatchObject({ email: 'ops@example.test', role: 'admin' });
+    expect(r.stdout + r.stderr).not.toContain('correct horse');
+    const again = await runCli(['accounts', 'create', '--email', 'ops@example.test', '--json'], env);
+    expect(again.code).not.toBe(0);
+    expect(again.stdout).toBe('');
+    expect(JSON.parse(again.stderr).error.code).toBe('email_taken');
+  });
+
+  it('credits add accepts up to 9 decimal places and refuses more', async () => {
+    const r = await runCli(['credits', 'add', '--email', 'ops@example.test', '--amount', '12.000000001', '--note', 'welcome', '--json'], env);
+    expect(r.code).toBe(0);
+    expect(json(r.stdout)).toMatchObject({ amount: 12.000000001, balance: 12.000000001 });
+    for (const amount of ['1.0000000001', '-5', '0', 'abc', '1e3']) {
+      const bad = await runCli(['credits', 'add', '--email', 'ops@example.test', '--amount', amount], env);
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toMatch(/amount/);
+    }
+  });
+
+  it('keys create prints {"id","name","key"} once; only its hash is stored; list and revoke work', async () => {
+    const r = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', 'ci key', '--json'], env);
+    expect(r.code).toBe(0);
+    const created = json(r.stdout);
+    expect(Object.keys(created).sort()).toEqual(['id', 'key', 'name']);
+    expect(created.name).toBe('ci key');
+    expect(created.key).toMatch(/^sk-svc-[0-9a-f]{32}$/);
+
+    const list = await runCli(['keys', 'list', '--email', 'ops@example.test', '--json'], env);
+    expect(list.code).toBe(0);
+    expect(list.stdout).not.toContain(created.key as string);
+    const keys = json(list.stdout).keys as Array<Record<string, unknown>>;
+    expect(keys).toHaveLength(1);
+    expect(keys[0]).toMatchObject({ id: created.id, name: 'ci key', revoked_at: null });
+    expect(keys[0]?.hint).toMatch(/^sk-svc-[0-9a-f]{4}…[0-9a-f]{4}$/);
+
+    const store = await openStore(env.DATABASE_URL as string);
+    const record = await store.findKeyByHash(hashApiKey(created.key as string));
+    expect(record?.keyId).toBe(created.id);
+    await store.close();
+
+    const revoke = await runCli(['keys', 'revoke', '--email', 'ops@example.test', '--id', created.id as string, '--json'], env);
+    expect(revoke.code).toBe(0);
+    expect(json(revoke.stdout)).toMatchObject({ id: created.id, revoked: true });
+    const missing = await runCli(['keys', 'revoke', '--email', 'ops@example.test', '--id', 'key_nope'], env);
+    expect(missing.code).not.toBe(0);
+  });
+
+  it('keys create refuses the 11th active key', async () => {
+    for (let i = 0; i < 10; i++) {
+      const r = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', `k${i}`, '--json'], env);
+      expect(r.code).toBe(0);
+    }
+    const eleventh = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', 'k10', '--json'], env);
+    expect(eleventh.code).not.toBe(0);
+    expect(JSON.parse(eleventh.stderr).error.code).toBe('limit_reached');
+  });
+
+  it('ledger check --json reports ok', async () => {
+    const r = await runCli(['ledger', 'check', '--json'], env);
+    expect(r.code).toBe(0);
+    expect(json(r.stdout)).toMatchObject({ ok: true, accounts: 1, problems: [] });
+  });
+
+  it('usage errors exit 2 with a message on stderr', async () => {
+    for (const args of [['frobnicate'], ['keys', 'create', '--email', 'ops@example.test'], ['credits', 'add', '--bogus', 'x']]) {
+      const r = await runCli(args, env);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(/^tollgate: /);
+      expect(r.stdout).toBe('');
+    }
+  });
+
+  it('invalid configuration names the variable and exits non-zero', async () => {
+    const r = await runCli(['migrate'], { ...env, PROV_CLAUDE_INPUT_PRICE: 'three dollars' });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('PROV_CLAUDE_INPUT_PRICE');
+  });
+});

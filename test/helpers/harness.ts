@@ -1,0 +1,120 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { createKey } from '../../src/auth/keys.js';
+import { parseUsdToNano } from '../../src/billing/money.js';
+import { type Config, loadConfig } from '../../src/config/index.js';
+import { createServer, type Server } from '../../src/http/server.js';
+import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
+import type { ProviderName } from '../../src/providers/types.js';
+import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+
+export interface Harness {
+  server: Server;
+  sim: Simulator;
+  config: Config;
+  dir: string;
+  accountId: string;
+  key: string;
+  /** Simulator slug of a provider (`prov-qwen` → `qwen`). */
+  slug(provider: ProviderName): string;
+  /** POST /api/v1/chat/completions in-process with the harness key (or `headers` given). */
+  chat(
+    body: unknown,
+    options?: { key?: string | null; headers?: Record<string, string>; raw?: string },
+  ): Promise<{ status: number; body: Record<string, unknown>; headers: Record<string, unknown> }>;
+  /** A new account with `usd` of credit and one key. */
+  newAccount(usd: string): Promise<{ accountId: string; key: string }>;
+  balanceNano(accountId?: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface HarnessOptions {
+  /** Extra configuration variables (e.g. `PROV_CLAUDE_ENABLED: 'false'`). */
+  env?: Record<string, string>;
+  /** Providers to leave unconfigured (no API key). */
+  unconfigured?: ProviderName[];
+  credit?: string;
+  simLatencyMs?: number;
+}
+
+export function slugOf(provider: ProviderName): string {
+  return provider.replace(/^prov-/, '');
+}
+
+/** A gateway on a temp SQLite file with every provider pointed at a fresh simulator. */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: options.simLatencyMs ?? 0 });
+  const env: Record<string, string> = {
+    DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'silent',
+  };
+  for (const entry of CATALOG) {
+    const n = envNameOf(entry.name);
+    env[`PROV_${n}_BASE_URL`] = sim.baseUrl(entry.wireFormat, slugOf(entry.name));
+    if (!options.unconfigured?.includes(entry.name)) env[`PROV_${n}_API_KEY`] = `upstream-secret-${n.toLowerCase()}`;
+  }
+  const config = loadConfig({ ...env, ...options.env });
+  const server = await createServer(config, { logger: pino({ level: 'silent' }) });
+
+  async function newAccount(usd: string) {
+    const created = await server.store.createAccount({
+      email: `user-${Math.random().toString(36).slice(2)}@example.test`,
+      role: 'user',
+      passwordHash: null,
+    });
+    if (!created.ok) throw new Error('account creation failed');
+    const amount = parseUsdToNano(usd);
+    if (amount === undefined) throw new Error(`bad amount ${usd}`);
+    if (amount > 0) await server.store.addCredit({ accountId: created.account.id, amountNano: amount, note: 'test' });
+    const key = await createKey(server.store, created.account.id, 'test key');
+    if (!key.ok) throw new Error('key creation failed');
+    return { accountId: created.account.id, key: key.secret };
+  }
+
+  const first = await newAccount(options.credit ?? '10');
+  return {
+    server,
+    sim,
+    config,
+    dir,
+    accountId: first.accountId,
+    key: first.key,
+    slug: slugOf,
+    newAccount,
+    async chat(body, opts = {}) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...opts.headers };
+      const key = opts.key === undefined ? first.key : opts.key;
+      if (key !== null && !('authorization' in headers)) headers.authorization = `Bearer ${key}`;
+      const res = await server.app.inject({
+        method: 'POST',
+        url: '/api/v1/chat/completions',
+        headers,
+        payload: opts.raw ?? JSON.stringify(body),
+      });
+      let parsed: Record<string, unknown>;
+      try {
+        parsed = JSON.parse(res.body) as Record<string, unknown>;
+      } catch {
+        parsed = { unparsable: res.body };
+      }
+      return { status: res.statusCode, body: parsed, headers: res.headers };
+    },
+    async balanceNano(accountId = first.accountId) {
+      const account = await server.store.getAccount(accountId);
+      if (!account) throw new Error('no account');
+      return account.balanceNano;
+    },
+    async close() {
+      await server.close();
+      await sim.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export const hello = { messages: [{ role: 'user', content: 'Hello there' }] };

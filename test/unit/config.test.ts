@@ -1,0 +1,66 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
+
+describe('loadConfig', () => {
+  it('has documented defaults and is frozen', () => {
+    const c = loadConfig({});
+    expect(c.port).toBe(8080);
+    expect(c.databaseUrl).toBe('sqlite:./data/tollgate.db');
+    expect(c.providers['prov-claude']).toMatchObject({
+      wireFormat: 'anthropic',
+      baseUrl: 'https://api.anthropic.com',
+      apiKey: undefined,
+      inputPriceNano: 3_000_000_000,
+      outputPriceNano: 15_000_000_000,
+    });
+    expect(Object.isFrozen(c)).toBe(true);
+    expect(Object.isFrozen(c.providers['prov-qwen'])).toBe(true);
+  });
+
+  it('reads per-provider variables, prov-gpt-oss-120b as PROV_GPT_OSS_120B_*', () => {
+    const c = loadConfig({
+      PROV_GPT_OSS_120B_API_KEY: 'secret',
+      PROV_GPT_OSS_120B_BASE_URL: 'http://127.0.0.1:8000/v1/',
+      PROV_GPT_OSS_120B_MODEL: 'gpt-oss-120b',
+      PROV_GPT_OSS_120B_INPUT_PRICE: '0.000000001',
+      PROV_GPT_OSS_120B_OUTPUT_PRICE: '0',
+      PROV_GPT_OSS_120B_ENABLED: 'false',
+      PROV_GPT_OSS_120B_TIMEOUT_MS: '5000',
+    });
+    expect(c.providers['prov-gpt-oss-120b']).toMatchObject({
+      apiKey: 'secret',
+      baseUrl: 'http://127.0.0.1:8000/v1',
+      model: 'gpt-oss-120b',
+      inputPriceNano: 1,
+      outputPriceNano: 0,
+      enabled: false,
+      timeoutMs: 5000,
+    });
+  });
+
+  it('lists every problem with the variable name', () => {
+    try {
+      loadConfig({ PORT: 'eighty', PROV_QWEN_INPUT_PRICE: '-1', PROV_KIMI_BASE_URL: 'ftp://x', LOG_LEVEL: 'loud' });
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ConfigError);
+      const text = (e as ConfigError).problems.join('\n');
+      for (const v of ['PORT', 'PROV_QWEN_INPUT_PRICE', 'PROV_KIMI_BASE_URL', 'LOG_LEVEL']) expect(text).toContain(v);
+    }
+  });
+
+  it('reads a JSON config file, which the environment overrides', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    const file = join(dir, 'tollgate.json');
+    writeFileSync(file, JSON.stringify({ PORT: 9000, providers: { 'prov-claude': { apiKey: 'from-file', model: 'claude-x' } } }));
+    const c = loadConfig({ TOLLGATE_CONFIG: file, PROV_CLAUDE_MODEL: 'claude-env' });
+    expect(c.port).toBe(9000);
+    expect(c.providers['prov-claude'].apiKey).toBe('from-file');
+    expect(c.providers['prov-claude'].model).toBe('claude-env');
+    writeFileSync(file, JSON.stringify({ providers: { 'prov-nope': { apiKey: 'x' } } }));
+    expect(() => loadConfig({ TOLLGATE_CONFIG: file })).toThrow(/prov-nope/);
+  });
+});
