@@ -70,6 +70,11 @@ export interface UpstreamHttpRequest {
   url: string;
   headers: Record<string, string>;
   body: string;
+  /**
+   * Request settings the wire format cannot express (e.g. `seed` for Anthropic). Adapters never drop a
+   * setting silently: they leave it out of the body and say so here. Absent or empty: nothing was dropped.
+   */
+  warnings?: string[];
 }
 
 /** The raw upstream answer as the HTTP client returns it. */

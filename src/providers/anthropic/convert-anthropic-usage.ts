@@ -1,0 +1,22 @@
+import { badResponse, isRecord, readTokenCount, sumReported } from '../json-value.js';
+import type { UpstreamUsage } from '../types.js';
+
+/**
+ * Anthropic reports input in three parts, all billed as input: `input_tokens` (after the last cache
+ * breakpoint), `cache_creation_input_tokens` and `cache_read_input_tokens`. When `input_tokens` is not
+ * reported the prompt count is `undefined`, whatever the cache fields say.
+ *
+ * @see https://docs.anthropic.com/en/api/messages#response-usage
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance
+ */
+export function convertAnthropicUsage(usage: unknown): UpstreamUsage {
+  if (usage === undefined || usage === null) return { promptTokens: undefined, completionTokens: undefined };
+  if (!isRecord(usage)) throw badResponse('upstream usage is not an object');
+  const input = readTokenCount(usage, 'input_tokens');
+  const cacheCreation = readTokenCount(usage, 'cache_creation_input_tokens');
+  const cacheRead = readTokenCount(usage, 'cache_read_input_tokens');
+  return {
+    promptTokens: input === undefined ? undefined : sumReported(input, cacheCreation, cacheRead),
+    completionTokens: readTokenCount(usage, 'output_tokens'),
+  };
+}

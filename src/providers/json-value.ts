@@ -1,0 +1,34 @@
+import { UpstreamError } from './types.js';
+
+/** A JSON object (not null, not an array): the only shape an upstream completion body can have. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The `UpstreamError` for a 2xx answer that cannot be read as a completion (retryable: try elsewhere). */
+export function badResponse(message: string, status?: number): UpstreamError {
+  return new UpstreamError('bad_response', message, status === undefined ? {} : { status });
+}
+
+/**
+ * Reads one token count from an upstream usage object. Absent or `null` means "not reported" and gives
+ * `undefined` (never 0). Anything else that is not a non-negative finite integer makes the whole answer
+ * unreadable: billing must not guess from a malformed count.
+ */
+export function readTokenCount(usage: Record<string, unknown>, field: string): number | undefined {
+  const value = usage[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw badResponse(`upstream usage field ${field} is not a non-negative integer`);
+  }
+  return value;
+}
+
+/** Sums counts of which at least one was reported; `undefined` when none was. */
+export function sumReported(...counts: (number | undefined)[]): number | undefined {
+  let total: number | undefined;
+  for (const count of counts) {
+    if (count !== undefined) total = (total ?? 0) + count;
+  }
+  return total;
+}

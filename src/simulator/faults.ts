@@ -1,0 +1,96 @@
+import type { SimFault } from './types.js';
+
+interface Entry {
+  fault: SimFault;
+  /** Uses left; undefined = until changed. */
+  remaining: number | undefined;
+}
+
+/** Faults per slug, with the `times` countdown. */
+export class FaultBook {
+  private readonly entries = new Map<string, Entry>();
+
+  set(slug: string, fault: SimFault | null): void {
+    if (fault === null) {
+      this.entries.delete(slug);
+      return;
+    }
+    const times = fault.times;
+    if (times !== undefined && times <= 0) {
+      this.entries.delete(slug);
+      return;
+    }
+    this.entries.set(slug, { fault: { ...fault }, remaining: times });
+  }
+
+  /** The fault that applies to this request of `slug` (counting one use), or null. */
+  take(slug: string): SimFault | null {
+    const entry = this.entries.get(slug);
+    if (!entry) return null;
+    if (entry.remaining !== undefined) {
+      entry.remaining -= 1;
+      if (entry.remaining <= 0) this.entries.delete(slug);
+    }
+    return entry.fault;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isNonNegativeInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+/** Validates a fault received over the control API; returns an error message when it is not one. */
+export function parseFault(value: unknown): SimFault | null | string {
+  if (value === null) return null;
+  if (!isRecord(value)) return 'fault must be an object or null';
+  const times = value.times;
+  if (times !== undefined && !isNonNegativeInt(times)) return 'fault.times must be a non-negative integer';
+  const t = times === undefined ? {} : { times };
+  switch (value.kind) {
+    case 'hang':
+    case 'reset':
+    case 'garbage':
+    case 'null':
+    case 'no_choices':
+    case 'no_usage':
+      return { kind: value.kind, ...t };
+    case 'status': {
+      const { status, message, retryAfter } = value;
+      if (!Number.isInteger(status) || (status as number) < 100 || (status as number) > 599) {
+        return 'fault.status must be an HTTP status code';
+      }
+      if (message !== undefined && typeof message !== 'string') return 'fault.message must be a string';
+      if (retryAfter !== undefined && !isNonNegativeInt(retryAfter)) {
+        return 'fault.retryAfter must be a non-negative integer';
+      }
+      return {
+        kind: 'status',
+        status: status as number,
+        ...(message === undefined ? {} : { message }),
+        ...(retryAfter === undefined ? {} : { retryAfter }),
+        ...t,
+      };
+    }
+    case 'usage': {
+      const { promptTokens, completionTokens } = value;
+      if (!isNonNegativeInt(promptTokens) || !isNonNegativeInt(completionTokens)) {
+        return 'fault.promptTokens and fault.completionTokens must be non-negative integers';
+      }
+      return { kind: 'usage', promptTokens, completionTokens, ...t };
+    }
+    case 'slow': {
+      if (!isNonNegativeInt(value.delayMs)) return 'fault.delayMs must be a non-negative integer';
+      return { kind: 'slow', delayMs: value.delayMs, ...t };
+    }
+    default:
+      return `unknown fault kind ${JSON.stringify(value.kind)}`;
+  }
+}

@@ -1,0 +1,87 @@
+import type { Reply } from '../reply.js';
+import type { WireFormat } from '../types.js';
+
+/** What the server needs from a parsed, valid request. */
+export interface Conversation {
+  model: string;
+  /** The text of every message, system included, one entry per message. */
+  messageTexts: string[];
+  /** Text of the last user message ('' if none). */
+  lastUserText: string;
+  /** Completion-token cap (the request's, or the default). */
+  cap: number;
+  stops: string[];
+}
+
+/** Usage numbers to report, or null for none at all. */
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+}
+
+export interface HttpReply {
+  status: number;
+  body: unknown;
+  headers?: Record<string, string>;
+}
+
+/** The request as an adapter sees it. */
+export interface IncomingCall {
+  /** Path below the slug prefix, e.g. `/v1/chat/completions`. */
+  subpath: string;
+  method: string;
+  headers: Record<string, string | undefined>;
+  query: URLSearchParams;
+  body: unknown;
+}
+
+/** One upstream wire format: its endpoint, authentication, validation, bodies and error shape. */
+export interface FormatAdapter {
+  readonly format: WireFormat;
+  /** URL prefix segment: `/openai`, `/anthropic`, `/gemini`. */
+  readonly prefix: string;
+  /** Base URL for a slug, given the simulator URL. */
+  baseUrl(url: string, slug: string): string;
+  /** Whether `subpath` is this format's completion endpoint; returns the model named in the path if any. */
+  matchEndpoint(subpath: string): { model: string | null } | null;
+  /** An error reply when the credentials are missing or malformed; null when accepted. */
+  authenticate(call: IncomingCall): HttpReply | null;
+  /** The conversation, or a validation error message. */
+  parse(body: unknown, pathModel: string | null): Conversation | string;
+  success(slug: string, conv: Conversation, reply: Reply, usage: Usage | null): unknown;
+  noChoices(slug: string, conv: Conversation, usage: Usage): unknown;
+  /** An error in the format's own shape. */
+  error(status: number, message: string): HttpReply;
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export function isPositiveInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value > 0;
+}
+
+export function isStringArray(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+/** Random alphanumeric id of `length` characters. */
+export function randomId(length: number): string {
+  const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+  let out = '';
+  for (let i = 0; i < length; i++) out += alphabet[Math.floor(Math.random() * alphabet.length)];
+  return out;
+}
+
+/** Text of a content value that is a string or an array of `{type:'text', text}` parts; null if neither. */
+export function textOfParts(content: unknown): string | null {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return null;
+  const texts: string[] = [];
+  for (const part of content) {
+    if (!isRecord(part) || part.type !== 'text' || typeof part.text !== 'string') return null;
+    texts.push(part.text);
+  }
+  return texts.join('\n');
+}

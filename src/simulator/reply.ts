@@ -1,0 +1,123 @@
+import { countTokens, decode, encode } from 'gpt-tokenizer/encoding/o200k_base';
+
+/** How generation ended, before mapping to a format's own finish reason. */
+export type Finish = 'stop' | 'length' | 'stop_sequence';
+
+export interface Reply {
+  text: string;
+  finish: Finish;
+  /** The stop sequence that ended the text, when `finish` is `stop_sequence`. */
+  stopSequence: string | null;
+  /** o200k token count of `text` (never above the cap). */
+  completionTokens: number;
+}
+
+/** Cap used when the request gives none. */
+export const DEFAULT_CAP = 4096;
+
+const FILLER = [
+  'the',
+  'quiet',
+  'harbor',
+  'keeps',
+  'its',
+  'lanterns',
+  'burning',
+  'while',
+  'patient',
+  'ships',
+  'wait',
+  'for',
+  'morning',
+  'tides',
+  'and',
+  'distant',
+  'bells',
+  'count',
+  'slow',
+  'hours',
+  'across',
+  'green',
+  'hills',
+  'where',
+  'gentle',
+  'rivers',
+  'carry',
+  'stories',
+  'toward',
+  'open',
+  'water',
+];
+
+/** o200k token count of one text. */
+export function tokenCount(text: string): number {
+  return countTokens(text);
+}
+
+/** Prompt tokens: o200k count of every message's text (system included) + 4 per message + 3. */
+export function promptTokens(messageTexts: readonly string[]): number {
+  let total = 3;
+  for (const text of messageTexts) total += countTokens(text) + 4;
+  return total;
+}
+
+function hash(text: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 16777619);
+  }
+  return h >>> 0;
+}
+
+/**
+ * The full (untruncated) deterministic reply: the slug, the first words of the last user message, then
+ * 40 filler words chosen from the prompt — always more than 40 tokens, and short enough (< ~90 tokens) that
+ * ordinary caps are not reached.
+ */
+export function fullReplyText(slug: string, lastUserText: string): string {
+  const words = lastUserText
+    .split(/\s+/)
+    .filter((w) => w.length > 0)
+    .slice(0, 8)
+    .map((w) => w.slice(0, 24));
+  const start = hash(`${slug}\n${lastUserText}`);
+  const filler: string[] = [];
+  for (let i = 0; i < 40; i++) filler.push(FILLER[(start + i * 7) % FILLER.length] as string);
+  return `Simulated reply from ${slug} to: ${words.join(' ')} … ${filler.join(' ')}.`;
+}
+
+/**
+ * The reply as returned: cut at the first stop sequence found, then truncated to `cap` tokens
+ * (encode → slice → decode).
+ */
+export function composeReply(slug: string, lastUserText: string, cap: number, stops: readonly string[]): Reply {
+  let text = fullReplyText(slug, lastUserText);
+  let stopSequence: string | null = null;
+  let cut = text.length;
+  for (const stop of stops) {
+    if (stop.length === 0) continue;
+    const at = text.indexOf(stop);
+    if (at !== -1 && at < cut) {
+      cut = at;
+      stopSequence = stop;
+    }
+  }
+  text = text.slice(0, cut);
+  const tokens = encode(text);
+  if (tokens.length > cap) {
+    const truncated = decode(tokens.slice(0, cap));
+    return {
+      text: truncated,
+      finish: 'length',
+      stopSequence: null,
+      completionTokens: Math.min(countTokens(truncated), cap),
+    };
+  }
+  return {
+    text,
+    finish: stopSequence === null ? 'stop' : 'stop_sequence',
+    stopSequence,
+    completionTokens: tokens.length,
+  };
+}
