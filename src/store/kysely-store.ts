@@ -1,0 +1,483 @@
+import { randomBytes } from 'node:crypto';
+import { type Kysely, Migrator, type Transaction, sql } from 'kysely';
+import { migrationProvider } from './migrations.js';
+import { type AccountsTable, type ApiKeysTable, type Database, toNumber, toNumberOrNull, type UsageTable } from './schema.js';
+import type {
+  Account,
+  AccountRole,
+  AccountStatus,
+  ApiKeyInfo,
+  KeyAuthRecord,
+  LedgerProblem,
+  LedgerReport,
+  PlaceHoldInput,
+  PlaceHoldResult,
+  ReleaseInput,
+  SettleInput,
+  SettleResult,
+  Store,
+  UsageRecord,
+} from './types.js';
+
+function newId(prefix: string): string {
+  return `${prefix}_${randomBytes(12).toString('hex')}`;
+}
+
+function toAccount(row: AccountsTable): Account {
+  return {
+    id: row.id,
+    email: row.email,
+    role: row.role as AccountRole,
+    status: row.status as AccountStatus,
+    balanceNano: toNumber(row.balance_nano),
+    createdAt: toNumber(row.created_at),
+  };
+}
+
+function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    name: row.name,
+    hint: row.hint,
+    createdAt: toNumber(row.created_at),
+    lastUsedAt: toNumberOrNull(row.last_used_at),
+    revokedAt: toNumberOrNull(row.revoked_at),
+  };
+}
+
+function usageRow(u: UsageRecord, shortfallNano: number): UsageTable {
+  return {
+    request_id: u.requestId,
+    account_id: u.accountId,
+    key_id: u.keyId,
+    provider: u.provider,
+    model: u.model,
+    prompt_tokens: u.promptTokens,
+    completion_tokens: u.completionTokens,
+    usage_estimated: u.usageEstimated ? 1 : 0,
+    input_cost_nano: u.inputCostNano,
+    output_cost_nano: u.outputCostNano,
+    shortfall_nano: shortfallNano,
+    status: u.status,
+    error_code: u.errorCode,
+    http_status: u.httpStatus,
+    duration_ms: u.durationMs,
+    client_gone: u.clientGone ? 1 : 0,
+    created_at: u.createdAt,
+  };
+}
+
+function toUsage(row: UsageTable): UsageRecord {
+  return {
+    requestId: row.request_id,
+    accountId: row.account_id,
+    keyId: row.key_id,
+    provider: row.provider,
+    model: row.model,
+    promptTokens: toNumber(row.prompt_tokens),
+    completionTokens: toNumber(row.completion_tokens),
+    usageEstimated: row.usage_estimated === 1,
+    inputCostNano: toNumber(row.input_cost_nano),
+    outputCostNano: toNumber(row.output_cost_nano),
+    status: row.status === 'ok' ? 'ok' : 'error',
+    errorCode: row.error_code,
+    httpStatus: row.http_status,
+    durationMs: toNumber(row.duration_ms),
+    clientGone: row.client_gone === 1,
+    createdAt: toNumber(row.created_at),
+  };
+}
+
+function sumOf(value: string | number | bigint | null | undefined): number {
+  return value === null || value === undefined ? 0 : toNumber(value);
+}
+
+/**
+ * The store over Kysely: the only SQL in the project. Every balance change happens inside one
+ * transaction together with its ledger row / hold row / usage row, so a crash can never leave a
+ * half-applied change. Queries are written with the query builder only, so they run on SQLite and
+ * PostgreSQL alike; row locks (`FOR UPDATE`) are taken where PostgreSQL needs them, while SQLite
+ * serialises writers with BEGIN IMMEDIATE.
+ */
+export class KyselyStore implements Store {
+  constructor(
+    private readonly db: Kysely<Database>,
+    readonly dialect: 'sqlite' | 'postgres',
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  async migrate(): Promise<void> {
+    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
+    const { error, results } = await migrator.migrateToLatest();
+    const failed = results?.find((r) => r.status === 'Error');
+    if (error || failed) {
+      const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
+      throw new Error(`database migration failed: ${reason}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.db.destroy();
+  }
+
+  async ping(): Promise<void> {
+    await sql`select 1`.execute(this.db);
+  }
+
+  // ── accounts ─────────────────────────────────────────────────────────────
+
+  async createAccount(input: { email: string; role: AccountRole; passwordHash: string | null }) {
+    return this.db.transaction().execute(async (trx) => {
+      const taken = await trx.selectFrom('accounts').select('id').where('email', '=', input.email).executeTakeFirst();
+      if (taken) return { ok: false as const, reason: 'email_taken' as const };
+      const row: AccountsTable = {
+        id: newId('acct'),
+        email: input.email,
+        role: input.role,
+        status: 'active',
+        password_hash: input.passwordHash,
+        balance_nano: 0,
+        created_at: this.now(),
+      };
+      await trx.insertInto('accounts').values(row).execute();
+      return { ok: true as const, account: toAccount(row) };
+    });
+  }
+
+  async getAccount(id: string): Promise<Account | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toAccount(row);
+  }
+
+  async findAccountByEmail(email: string): Promise<Account | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst();
+    return row && toAccount(row);
+  }
+
+  // ── API keys ─────────────────────────────────────────────────────────────
+
+  async createApiKey(input: { accountId: string; name: string; keyHash: string; hint: string; maxActive: number }) {
+    return this.db.transaction().execute(async (trx) => {
+      await this.lockAccount(trx, input.accountId);
+      const active = await trx
+        .selectFrom('api_keys')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .where('account_id', '=', input.accountId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirstOrThrow();
+      if (sumOf(active.n) >= input.maxActive) return { ok: false as const, reason: 'limit_reached' as const };
+      const row: ApiKeysTable = {
+        id: newId('key'),
+        account_id: input.accountId,
+        name: input.name,
+        key_hash: input.keyHash,
+        hint: input.hint,
+        created_at: this.now(),
+        last_used_at: null,
+        revoked_at: null,
+      };
+      await trx.insertInto('api_keys').values(row).execute();
+      return { ok: true as const, key: toKeyInfo(row) };
+    });
+  }
+
+  async listApiKeys(accountId: string): Promise<ApiKeyInfo[]> {
+    const rows = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at', 'asc')
+      .orderBy('id', 'asc')
+      .execute();
+    return rows.map(toKeyInfo);
+  }
+
+  async revokeApiKey(accountId: string, keyId: string): Promise<'revoked' | 'not_found' | 'already_revoked'> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('api_keys')
+        .select(['revoked_at'])
+        .where('id', '=', keyId)
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
+      if (!row) return 'not_found';
+      if (row.revoked_at !== null) return 'already_revoked';
+      await trx.updateTable('api_keys').set({ revoked_at: this.now() }).where('id', '=', keyId).execute();
+      return 'revoked';
+    });
+  }
+
+  async findKeyByHash(keyHash: string): Promise<KeyAuthRecord | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+      .select([
+        'api_keys.id as keyId',
+        'api_keys.name as keyName',
+        'api_keys.account_id as accountId',
+        'api_keys.revoked_at as revokedAt',
+        'accounts.status as accountStatus',
+      ])
+      .where('api_keys.key_hash', '=', keyHash)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    return {
+      keyId: row.keyId,
+      keyName: row.keyName,
+      accountId: row.accountId,
+      accountStatus: row.accountStatus as AccountStatus,
+      revoked: row.revokedAt !== null,
+    };
+  }
+
+  async touchApiKey(keyId: string, at: number): Promise<void> {
+    await this.db.updateTable('api_keys').set({ last_used_at: at }).where('id', '=', keyId).execute();
+  }
+
+  // ── money ────────────────────────────────────────────────────────────────
+
+  async addCredit(input: { accountId: string; amountNano: number; note: string | null }) {
+    if (!Number.isSafeInteger(input.amountNano) || input.amountNano <= 0) {
+      throw new Error('a credit must be a positive whole number of nanodollars');
+    }
+    return this.db.transaction().execute(async (trx) => {
+      const balance = await this.lockAccount(trx, input.accountId);
+      if (balance === undefined) throw new Error(`no account ${input.accountId}`);
+      const next = balance + input.amountNano;
+      if (!Number.isSafeInteger(next)) throw new Error('the balance would exceed the largest amount the store keeps exactly');
+      await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+      await trx
+        .insertInto('ledger')
+        .values({
+          id: newId('led'),
+          account_id: input.accountId,
+          kind: 'credit',
+          amount_nano: input.amountNano,
+          request_id: null,
+          note: input.note,
+          created_at: this.now(),
+        })
+        .execute();
+      return { balanceNano: next };
+    });
+  }
+
+  async placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult> {
+    if (!Number.isSafeInteger(input.amountNano) || input.amountNano < 0) throw new Error('invalid hold amount');
+    return this.db.transaction().execute(async (trx) => {
+      // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
+      const updated = await trx
+        .updateTable('accounts')
+        .set((eb) => ({ balance_nano: eb('balance_nano', '-', input.amountNano) }))
+        .where('id', '=', input.accountId)
+        .where('status', '=', 'active')
+        .where('balance_nano', '>=', input.amountNano)
+        .executeTakeFirst();
+      const account = await trx
+        .selectFrom('accounts')
+        .select(['balance_nano', 'status'])
+        .where('id', '=', input.accountId)
+        .executeTakeFirst();
+      const balanceNano = account ? toNumber(account.balance_nano) : 0;
+      if (Number(updated.numUpdatedRows) !== 1) {
+        const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
+        return { ok: false as const, reason, balanceNano };
+      }
+      await trx
+        .insertInto('holds')
+        .values({
+          id: input.holdId,
+          account_id: input.accountId,
+          request_id: input.requestId,
+          amount_nano: input.amountNano,
+          owner: input.owner,
+          created_at: input.createdAt,
+          expires_at: input.expiresAt,
+          closed_at: null,
+          close_reason: null,
+        })
+        .execute();
+      return { ok: true as const, balanceNano };
+    });
+  }
+
+  async settle(input: SettleInput): Promise<SettleResult> {
+    if (!Number.isSafeInteger(input.costNano) || input.costNano < 0) throw new Error('invalid cost');
+    return this.db.transaction().execute(async (trx) => {
+      const held = await this.closeHold(trx, input.holdId, input.accountId, 'settled');
+      const balance = await this.lockAccount(trx, input.accountId);
+      if (balance === undefined) throw new Error(`no account ${input.accountId}`);
+      // Charge from the hold first, then from the balance as far as it goes; never below zero.
+      const available = balance + held;
+      const chargedNano = Math.min(input.costNano, available);
+      const shortfallNano = input.costNano - chargedNano;
+      const next = available - chargedNano;
+      await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+      if (chargedNano > 0) {
+        await trx
+          .insertInto('ledger')
+          .values({
+            id: newId('led'),
+            account_id: input.accountId,
+            kind: 'charge',
+            amount_nano: chargedNano,
+            request_id: input.usage.requestId,
+            note: null,
+            created_at: this.now(),
+          })
+          .execute();
+      }
+      await trx.insertInto('usage').values(usageRow(input.usage, shortfallNano)).execute();
+      return { balanceNano: next, chargedNano, shortfallNano };
+    });
+  }
+
+  async release(input: ReleaseInput): Promise<{ balanceNano: number }> {
+    return this.db.transaction().execute(async (trx) => {
+      const held = await this.closeHold(trx, input.holdId, input.accountId, 'released');
+      const balance = await this.lockAccount(trx, input.accountId);
+      if (balance === undefined) throw new Error(`no account ${input.accountId}`);
+      const next = balance + held;
+      if (held > 0) {
+        await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+      }
+      if (input.usage) await trx.insertInto('usage').values(usageRow(input.usage, 0)).execute();
+      return { balanceNano: next };
+    });
+  }
+
+  async recordUsage(usage: UsageRecord): Promise<void> {
+    await this.db.insertInto('usage').values(usageRow(usage, 0)).execute();
+  }
+
+  async releaseHolds(
+    filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
+  ): Promise<number> {
+    return this.db.transaction().execute(async (trx) => {
+      let query = trx.selectFrom('holds').select(['id', 'account_id']).where('closed_at', 'is', null);
+      if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
+      if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
+      const open = await query.execute();
+      const reason = filter.kind === 'expired' ? 'expired' : 'abandoned';
+      let released = 0;
+      for (const hold of open) {
+        const amount = await this.closeHold(trx, hold.id, hold.account_id, reason);
+        if (amount > 0) {
+          await trx
+            .updateTable('accounts')
+            .set((eb) => ({ balance_nano: eb('balance_nano', '+', amount) }))
+            .where('id', '=', hold.account_id)
+            .execute();
+        }
+        released += 1;
+      }
+      return released;
+    });
+  }
+
+  async openHoldsNano(accountId: string): Promise<number> {
+    const row = await this.db
+      .selectFrom('holds')
+      .select((eb) => eb.fn.sum<string | number | null>('amount_nano').as('total'))
+      .where('account_id', '=', accountId)
+      .where('closed_at', 'is', null)
+      .executeTakeFirst();
+    return sumOf(row?.total);
+  }
+
+  async ledgerCheck(): Promise<LedgerReport> {
+    // One read transaction, so the figures of every account come from the same snapshot.
+    return this.db.transaction().execute(async (trx) => {
+      const accounts = await trx.selectFrom('accounts').select(['id', 'email', 'balance_nano']).execute();
+      const ledger = await trx
+        .selectFrom('ledger')
+        .select(['account_id', 'kind', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
+        .groupBy(['account_id', 'kind'])
+        .execute();
+      const holds = await trx
+        .selectFrom('holds')
+        .select(['account_id', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
+        .where('closed_at', 'is', null)
+        .groupBy('account_id')
+        .execute();
+      const duplicates = await trx
+        .selectFrom('ledger')
+        .select(['account_id', 'request_id'])
+        .where('kind', '=', 'charge')
+        .where('request_id', 'is not', null)
+        .groupBy(['account_id', 'request_id'])
+        .having((eb) => eb.fn.countAll(), '>', 1)
+        .execute();
+
+      const credits = new Map<string, number>();
+      const charges = new Map<string, number>();
+      for (const row of ledger) (row.kind === 'credit' ? credits : charges).set(row.account_id, sumOf(row.total));
+      const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
+      const duplicated = new Set(duplicates.map((d) => d.account_id));
+
+      const problems: LedgerProblem[] = [];
+      for (const account of accounts) {
+        const figures = {
+          accountId: account.id,
+          email: account.email,
+          creditsNano: credits.get(account.id) ?? 0,
+          chargesNano: charges.get(account.id) ?? 0,
+          openHoldsNano: openHolds.get(account.id) ?? 0,
+          balanceNano: toNumber(account.balance_nano),
+        };
+        const discrepancyNano =
+          figures.creditsNano - (figures.balanceNano + figures.openHoldsNano + figures.chargesNano);
+        const reason =
+          figures.balanceNano < 0
+            ? 'negative_balance'
+            : discrepancyNano !== 0
+              ? 'mismatch'
+              : duplicated.has(account.id)
+                ? 'duplicate_charge'
+                : undefined;
+        if (reason) problems.push({ ...figures, discrepancyNano, reason });
+      }
+      return { ok: problems.length === 0, accounts: accounts.length, problems };
+    });
+  }
+
+  async listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]> {
+    let query = this.db.selectFrom('usage').selectAll().where('account_id', '=', accountId);
+    if (options.before !== undefined) query = query.where('created_at', '<', options.before);
+    const rows = await query.orderBy('created_at', 'desc').orderBy('request_id', 'desc').limit(options.limit).execute();
+    return rows.map(toUsage);
+  }
+
+  // ── helpers (inside a transaction) ───────────────────────────────────────
+
+  /** Reads an account's balance, locking its row on PostgreSQL. */
+  private async lockAccount(trx: Transaction<Database>, accountId: string): Promise<number | undefined> {
+    let query = trx.selectFrom('accounts').select('balance_nano').where('id', '=', accountId);
+    if (this.dialect === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    return row ? toNumber(row.balance_nano) : undefined;
+  }
+
+  /**
+   * Closes an open hold and returns its amount; 0 when it was already closed (e.g. released by the
+   * expiry sweeper), so its money is never returned twice.
+   */
+  private async closeHold(trx: Transaction<Database>, holdId: string, accountId: string, reason: string) {
+    const hold = await trx
+      .selectFrom('holds')
+      .select(['amount_nano'])
+      .where('id', '=', holdId)
+      .where('account_id', '=', accountId)
+      .where('closed_at', 'is', null)
+      .executeTakeFirst();
+    if (!hold) return 0;
+    const closed = await trx
+      .updateTable('holds')
+      .set({ closed_at: this.now(), close_reason: reason })
+      .where('id', '=', holdId)
+      .where('closed_at', 'is', null)
+      .executeTakeFirst();
+    return Number(closed.numUpdatedRows) === 1 ? toNumber(hold.amount_nano) : 0;
+  }
+}

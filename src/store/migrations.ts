@@ -1,0 +1,91 @@
+import { type Kysely, type Migration, type MigrationProvider, sql } from 'kysely';
+
+/**
+ * Every schema change, in order, in one place. Written with Kysely's schema builder and portable types
+ * (text, bigint, integer) so the same migrations run on SQLite and PostgreSQL. Never edit a migration
+ * that has shipped: add a new one.
+ */
+const migrations: Record<string, Migration> = {
+  '0001_initial': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('accounts')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('email', 'text', (c) => c.notNull().unique())
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('password_hash', 'text')
+        .addColumn('balance_nano', 'bigint', (c) => c.notNull().defaultTo(0).check(sql`balance_nano >= 0`))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('key_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('hint', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('api_keys_account').on('api_keys').column('account_id').execute();
+
+      await db.schema
+        .createTable('holds')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('amount_nano', 'bigint', (c) => c.notNull().check(sql`amount_nano >= 0`))
+        .addColumn('owner', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('closed_at', 'bigint')
+        .addColumn('close_reason', 'text')
+        .execute();
+      await db.schema.createIndex('holds_open').on('holds').columns(['closed_at', 'expires_at']).execute();
+      await db.schema.createIndex('holds_account').on('holds').columns(['account_id', 'closed_at']).execute();
+
+      await db.schema
+        .createTable('ledger')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('kind', 'text', (c) => c.notNull().check(sql`kind in ('credit', 'charge')`))
+        .addColumn('amount_nano', 'bigint', (c) => c.notNull().check(sql`amount_nano > 0`))
+        .addColumn('request_id', 'text', (c) => c.unique())
+        .addColumn('note', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('ledger_account').on('ledger').columns(['account_id', 'created_at']).execute();
+
+      await db.schema
+        .createTable('usage')
+        .addColumn('request_id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('provider', 'text')
+        .addColumn('model', 'text')
+        .addColumn('prompt_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('completion_tokens', 'bigint', (c) => c.notNull())
+        .addColumn('usage_estimated', 'integer', (c) => c.notNull())
+        .addColumn('input_cost_nano', 'bigint', (c) => c.notNull())
+        .addColumn('output_cost_nano', 'bigint', (c) => c.notNull())
+        .addColumn('shortfall_nano', 'bigint', (c) => c.notNull().defaultTo(0))
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('error_code', 'text')
+        .addColumn('http_status', 'integer', (c) => c.notNull())
+        .addColumn('duration_ms', 'bigint', (c) => c.notNull())
+        .addColumn('client_gone', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('usage_account').on('usage').columns(['account_id', 'created_at']).execute();
+    },
+  },
+};
+
+export const migrationProvider: MigrationProvider = {
+  async getMigrations() {
+    return migrations;
+  },
+};

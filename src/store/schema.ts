@@ -1,0 +1,95 @@
+/**
+ * Row types of the database, as Kysely sees them. Money columns are integer nanodollars (BIGINT);
+ * times are Unix epoch milliseconds (BIGINT); booleans are 0/1 integers, so the same schema works on
+ * SQLite and PostgreSQL.
+ */
+
+/** PostgreSQL returns BIGINT as a string; SQLite as a number. Both are read through `toNumber`. */
+export type BigIntColumn = number | string | bigint;
+
+export interface AccountsTable {
+  id: string;
+  email: string;
+  role: string;
+  status: string;
+  password_hash: string | null;
+  balance_nano: BigIntColumn;
+  created_at: BigIntColumn;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  account_id: string;
+  name: string;
+  key_hash: string;
+  hint: string;
+  created_at: BigIntColumn;
+  last_used_at: BigIntColumn | null;
+  revoked_at: BigIntColumn | null;
+}
+
+export interface HoldsTable {
+  id: string;
+  account_id: string;
+  request_id: string;
+  amount_nano: BigIntColumn;
+  owner: string;
+  created_at: BigIntColumn;
+  expires_at: BigIntColumn;
+  /** Null while the hold is open. */
+  closed_at: BigIntColumn | null;
+  /** settled | released | expired | abandoned */
+  close_reason: string | null;
+}
+
+export interface LedgerTable {
+  id: string;
+  account_id: string;
+  /** credit | charge — the ledger is append-only: rows are never updated or deleted. */
+  kind: string;
+  /** Always positive; the kind gives the direction. */
+  amount_nano: BigIntColumn;
+  /** The request a charge belongs to; unique, so a request is charged at most once. */
+  request_id: string | null;
+  note: string | null;
+  created_at: BigIntColumn;
+}
+
+export interface UsageTable {
+  request_id: string;
+  account_id: string;
+  key_id: string;
+  provider: string | null;
+  model: string | null;
+  prompt_tokens: BigIntColumn;
+  completion_tokens: BigIntColumn;
+  usage_estimated: number;
+  input_cost_nano: BigIntColumn;
+  output_cost_nano: BigIntColumn;
+  shortfall_nano: BigIntColumn;
+  status: string;
+  error_code: string | null;
+  http_status: number;
+  duration_ms: BigIntColumn;
+  client_gone: number;
+  created_at: BigIntColumn;
+}
+
+export interface Database {
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  holds: HoldsTable;
+  ledger: LedgerTable;
+  usage: UsageTable;
+}
+
+/** Reads a BIGINT column; refuses values JavaScript cannot represent exactly. */
+export function toNumber(value: BigIntColumn): number {
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isSafeInteger(n)) throw new Error(`database value ${String(value)} is not a safe integer`);
+  return n;
+}
+
+export function toNumberOrNull(value: BigIntColumn | null): number | null {
+  return value === null ? null : toNumber(value);
+}
