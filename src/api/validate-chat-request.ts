@@ -55,7 +55,8 @@ function readMessages(value: unknown, limits: ValidationLimits): ChatMessage[] {
     const path = `messages[${i}]`;
     if (!isRecord(item)) throw invalidMessages(path);
     const role = item.role;
-    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role)) throw invalidMessages(`${path}.role`);
+    if (typeof role !== 'string' || !(ROLES as readonly string[]).includes(role))
+      throw invalidMessages(`${path}.role`);
     messages.push({ role: role as Role, content: readContent(item.content, path) });
   }
   return messages;
@@ -70,7 +71,12 @@ function optionalString(body: Record<string, unknown>, key: string): string | un
   return v;
 }
 
-function optionalNumber(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+function optionalNumber(
+  body: Record<string, unknown>,
+  key: string,
+  min: number,
+  max: number,
+): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max) {
@@ -79,16 +85,26 @@ function optionalNumber(body: Record<string, unknown>, key: string, min: number,
   return v;
 }
 
-function optionalInteger(body: Record<string, unknown>, key: string, min: number, max: number): number | undefined {
+function optionalInteger(
+  body: Record<string, unknown>,
+  key: string,
+  min: number,
+  max: number,
+): number | undefined {
   const v = optionalNumber(body, key, min, max);
-  if (v !== undefined && !Number.isInteger(v)) throw invalidParam(key, `expected an integer from ${min} to ${max}`);
+  if (v !== undefined && !Number.isInteger(v))
+    throw invalidParam(key, `expected an integer from ${min} to ${max}`);
   return v;
 }
 
 function readStop(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'string') return [value];
-  if (Array.isArray(value) && value.length <= 4 && value.every((s) => typeof s === 'string' && s.length > 0)) {
+  if (
+    Array.isArray(value) &&
+    value.length <= 4 &&
+    value.every((s) => typeof s === 'string' && s.length > 0)
+  ) {
     return value as string[];
   }
   throw invalidParam('stop', 'expected a string or an array of at most 4 non-empty strings');

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { ProviderConfig } from '../providers/types.js';
 import type { Store, UsageRecord } from '../store/types.js';
-import { type HoldPlanInput, callCostBound, capWithinHold, fullHoldFor } from './estimate.js';
+import { callCostBound, capWithinHold, fullHoldFor, type HoldPlanInput } from './estimate.js';
 import { formatNano, maxTokensFor, tokenCost } from './money.js';
 
 export interface Hold {
@@ -68,7 +68,8 @@ export class Billing {
       const cap = capWithinHold(primary, balance, req.plan);
       if (cap !== undefined) amount = callCostBound(primary, promptTokensBound, cap);
     }
-    if (amount === undefined) throw insufficient(balance, callCostBound(primary, promptTokensBound, req.plan.minCompletionTokens));
+    if (amount === undefined)
+      throw insufficient(balance, callCostBound(primary, promptTokensBound, req.plan.minCompletionTokens));
     const second = await this.place(req, amount);
     if (!second.ok) throw insufficient(second.balanceNano, amount);
     return this.holdOf(req, second.holdId, amount);
@@ -109,7 +110,9 @@ export class Billing {
   }
 
   private holdOf(req: HoldRequest, holdId: string, amountNano: number): Hold {
-    const candidates = req.candidates.filter((c, i) => i === 0 || capWithinHold(c, amountNano, req.plan) !== undefined);
+    const candidates = req.candidates.filter(
+      (c, i) => i === 0 || capWithinHold(c, amountNano, req.plan) !== undefined,
+    );
     return { holdId, accountId: req.accountId, amountNano, candidates };
   }
 }

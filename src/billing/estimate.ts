@@ -37,7 +37,11 @@ export function desiredCap(provider: ProviderConfig, requestedMaxTokens: number 
  * what the hold can pay for. Returns undefined when the hold cannot pay for a useful call (the caller's
  * explicit cap is never lowered; otherwise `minCompletionTokens` is the floor).
  */
-export function capWithinHold(provider: ProviderConfig, holdNano: number, input: HoldPlanInput): number | undefined {
+export function capWithinHold(
+  provider: ProviderConfig,
+  holdNano: number,
+  input: HoldPlanInput,
+): number | undefined {
   const want = desiredCap(provider, input.requestedMaxTokens);
   const inputCost = tokenCost(input.promptTokensBound, provider.inputPriceNano);
   const affordable = maxTokensFor(holdNano - inputCost, provider.outputPriceNano);

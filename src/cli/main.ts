@@ -52,7 +52,12 @@ const ALLOWED: Record<string, readonly string[]> = {
 };
 
 async function dispatch(argv: string[]): Promise<number | 'running'> {
-  const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: OPTIONS,
+    allowPositionals: true,
+    strict: true,
+  });
   const out = createOutput(values.json === true);
   if (values.help || positionals.length === 0) {
     process.stdout.write(`${HELP}\n`);
@@ -74,7 +79,8 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
       return 'running';
     case 'demo': {
       const latencyMs = values.latency === undefined ? 0 : Number(values.latency);
-      if (!Number.isInteger(latencyMs) || latencyMs < 0) throw usageError('--latency must be whole milliseconds');
+      if (!Number.isInteger(latencyMs) || latencyMs < 0)
+        throw usageError('--latency must be whole milliseconds');
       await demo({ latencyMs }, out);
       return 'running';
     }
@@ -83,7 +89,11 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
       return 0;
     case 'accounts create':
       await accountsCreate(
-        { email: values.email, passwordStdin: values['password-stdin'] === true, admin: values.admin === true },
+        {
+          email: values.email,
+          passwordStdin: values['password-stdin'] === true,
+          admin: values.admin === true,
+        },
         out,
       );
       return 0;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { type Billing, type Hold, callCost } from '../billing/billing.js';
+import { type Billing, callCost, type Hold } from '../billing/billing.js';
 import { capWithinHold, type HoldPlanInput, promptTokenUpperBound } from '../billing/estimate.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
@@ -22,7 +22,10 @@ import { toGatewayError } from './upstream-failure.js';
 
 /** The network side of an upstream call (`src/providers/upstream-client.ts`). */
 export interface UpstreamSender {
-  send(req: UpstreamHttpRequest, opts: { timeoutMs: number; signal?: AbortSignal }): Promise<UpstreamHttpResponse>;
+  send(
+    req: UpstreamHttpRequest,
+    opts: { timeoutMs: number; signal?: AbortSignal },
+  ): Promise<UpstreamHttpResponse>;
 }
 
 export interface GatewayDeps {
@@ -136,7 +139,15 @@ export class Gateway {
           maxTokens: cap,
           params: req.params,
         });
-        const response = await upstream.send(httpRequest, { timeoutMs: Math.min(provider.timeoutMs, remaining) });
+        if (httpRequest.warnings?.length) {
+          logger.warn(
+            { provider: provider.name, warnings: httpRequest.warnings },
+            'request settings not sent upstream',
+          );
+        }
+        const response = await upstream.send(httpRequest, {
+          timeoutMs: Math.min(provider.timeoutMs, remaining),
+        });
         const result = adapter.parseResponse(provider, response);
         checkUsage(result, cap, plan.promptTokensBound);
         registry.health.recordSuccess(provider.name);
@@ -159,7 +170,12 @@ export class Gateway {
     return { lastFailure };
   }
 
-  private async settle(ctx: RequestContext, req: ChatRequest, hold: Hold, served: Served): Promise<ChatCompletion> {
+  private async settle(
+    ctx: RequestContext,
+    req: ChatRequest,
+    hold: Hold,
+    served: Served,
+  ): Promise<ChatCompletion> {
     const { provider, result } = served;
     const estimated = result.usage.promptTokens === undefined || result.usage.completionTokens === undefined;
     const promptTokens = result.usage.promptTokens ?? (await countPromptTokens(req.messages));
@@ -208,7 +224,9 @@ export class Gateway {
     await this.deps.billing.recordRefusal(this.failedUsage(ctx, provider, err.code, err.status));
   }
 
-  private baseUsage(ctx: RequestContext): Pick<UsageRecord, 'requestId' | 'accountId' | 'keyId' | 'clientGone' | 'createdAt'> {
+  private baseUsage(
+    ctx: RequestContext,
+  ): Pick<UsageRecord, 'requestId' | 'accountId' | 'keyId' | 'clientGone' | 'createdAt'> {
     return {
       requestId: ctx.requestId,
       accountId: ctx.accountId,
@@ -248,9 +266,15 @@ export class Gateway {
 function checkUsage(result: ChatResult, cap: number, promptBound: number): void {
   const { promptTokens, completionTokens } = result.usage;
   if (completionTokens !== undefined && completionTokens > cap) {
-    throw new UpstreamError('bad_response', `upstream reported ${completionTokens} completion tokens above the cap ${cap}`);
+    throw new UpstreamError(
+      'bad_response',
+      `upstream reported ${completionTokens} completion tokens above the cap ${cap}`,
+    );
   }
   if (promptTokens !== undefined && !promptTokensPlausible(promptTokens, promptBound)) {
-    throw new UpstreamError('bad_response', `upstream reported an implausible prompt token count ${promptTokens}`);
+    throw new UpstreamError(
+      'bad_response',
+      `upstream reported an implausible prompt token count ${promptTokens}`,
+    );
   }
 }

@@ -3,12 +3,16 @@ import type { ProviderName, UpstreamError } from '../providers/types.js';
 
 /** Maps the last upstream failure of a request to the error the caller sees (DESIGN.md "Errors"). */
 export function toGatewayError(provider: ProviderName, err: UpstreamError): GatewayError {
-  const retryAfterSeconds = err.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(err.retryAfterMs / 1000));
+  const retryAfterSeconds =
+    err.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(err.retryAfterMs / 1000));
   switch (err.kind) {
     case 'timeout':
       return new GatewayError('provider_timeout', `Provider "${provider}" did not answer in time.`);
     case 'rejected':
-      return new GatewayError('upstream_rejected', `Provider "${provider}" rejected the request: ${err.message}`);
+      return new GatewayError(
+        'upstream_rejected',
+        `Provider "${provider}" rejected the request: ${err.message}`,
+      );
     case 'rate_limited':
       return new GatewayError(
         'provider_unavailable',

@@ -5,8 +5,8 @@ import { Authenticator } from '../auth/authenticate.js';
 import { KeyCache } from '../auth/key-cache.js';
 import { Billing } from '../billing/billing.js';
 import type { Config } from '../config/index.js';
-import { Gateway, type UpstreamSender } from '../gateway/gateway.js';
 import { loadTokenizer } from '../gateway/count-tokens.js';
+import { Gateway, type UpstreamSender } from '../gateway/gateway.js';
 import { adapterFor } from '../providers/index.js';
 import { createUpstreamClient } from '../providers/upstream-client.js';
 import { ProviderHealthTracker } from '../routing/health.js';
@@ -42,7 +42,15 @@ export function createLogger(level: Config['logLevel']): Logger {
   return pino({
     level,
     redact: {
-      paths: ['req.headers.authorization', 'headers.authorization', '*.apiKey', 'apiKey', '*.key', 'key', 'password'],
+      paths: [
+        'req.headers.authorization',
+        'headers.authorization',
+        '*.apiKey',
+        'apiKey',
+        '*.key',
+        'key',
+        'password',
+      ],
       censor: '[redacted]',
     },
   });
@@ -56,7 +64,8 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const instanceId = `inst_${randomBytes(8).toString('hex')}`;
-  const store = options.store ?? (await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous }));
+  const store =
+    options.store ?? (await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous }));
   await store.migrate();
 
   // Holds are owned by the process that placed them. On the embedded SQLite store only one server runs

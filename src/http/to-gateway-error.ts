@@ -21,7 +21,10 @@ export function toGatewayError(err: unknown): GatewayError {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new GatewayError('request_too_large', 'Request body is too large.');
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new GatewayError('unsupported_media_type', 'Unsupported Content-Type: send the body as application/json.');
+      return new GatewayError(
+        'unsupported_media_type',
+        'Unsupported Content-Type: send the body as application/json.',
+      );
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new GatewayError('invalid_json', 'Request body is empty; send a JSON object.');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -29,7 +32,10 @@ export function toGatewayError(err: unknown): GatewayError {
   }
   if (status === 400 && (e.name === 'SyntaxError' || code === 'FST_ERR_CTP_INVALID_JSON_BODY')) {
     if (/prototype|__proto__|constructor/i.test(message)) {
-      return new GatewayError('invalid_json', 'Request body contains a forbidden "__proto__" or "constructor" key.');
+      return new GatewayError(
+        'invalid_json',
+        'Request body contains a forbidden "__proto__" or "constructor" key.',
+      );
     }
     return new GatewayError('invalid_json', 'Request body is not valid JSON.');
   }
@@ -38,5 +44,7 @@ export function toGatewayError(err: unknown): GatewayError {
   if (status === 413) return new GatewayError('request_too_large', 'Request body is too large.');
   if (status === 415) return new GatewayError('unsupported_media_type', 'Unsupported Content-Type.');
   if (status >= 400 && status < 500) return new GatewayError('invalid_request', 'The request is invalid.');
-  return new GatewayError('internal_error', 'An unexpected error occurred. Please try again.', { cause: err });
+  return new GatewayError('internal_error', 'An unexpected error occurred. Please try again.', {
+    cause: err,
+  });
 }

@@ -104,5 +104,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
 
 /** `prov-gpt-oss-120b` → `GPT_OSS_120B`: the `<NAME>` of the `PROV_<NAME>_*` variables. */
 export function envNameOf(provider: ProviderName): string {
-  return provider.replace(/^prov-/, '').toUpperCase().replace(/-/g, '_');
+  return provider
+    .replace(/^prov-/, '')
+    .toUpperCase()
+    .replace(/-/g, '_');
 }

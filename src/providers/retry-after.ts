@@ -14,6 +14,8 @@ export function parseRetryAfterMs(
   if (raw === undefined || raw === '') return undefined;
   const seconds = parseNonNegativeNumber(raw);
   if (seconds !== undefined) return Math.ceil(seconds * 1000);
+  // An HTTP date always names its day and month; this keeps `-5` from parsing as the year -5.
+  if (!/[a-z]/i.test(raw)) return undefined;
   const date = Date.parse(raw);
   if (Number.isNaN(date)) return undefined;
   return Math.max(0, date - nowMs);

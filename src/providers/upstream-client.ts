@@ -1,5 +1,10 @@
 import { Agent, request } from 'undici';
-import { UpstreamError, type UpstreamFailureKind, type UpstreamHttpRequest, type UpstreamHttpResponse } from './types.js';
+import {
+  UpstreamError,
+  type UpstreamFailureKind,
+  type UpstreamHttpRequest,
+  type UpstreamHttpResponse,
+} from './types.js';
 
 export interface CreateUpstreamClientOptions {
   /** Time allowed to open the TCP/TLS connection; default 10 s (the call's own deadline still applies). */
@@ -87,6 +92,8 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
       });
       const declared = Number(singleHeader(response.headers['content-length']));
       if (Number.isFinite(declared) && declared > maxBodyBytes) {
+        // Nothing is reading the body yet: without a listener, destroying it would emit an unhandled error.
+        response.body.on('error', () => {});
         response.body.destroy();
         throw tooLarge(host, maxBodyBytes, response.statusCode);
       }
@@ -96,7 +103,7 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
         const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
         size += buffer.length;
         if (size > maxBodyBytes) {
-          response.body.destroy();
+          // Leaving the loop by throwing destroys the body (and its connection) through the iterator.
           throw tooLarge(host, maxBodyBytes, response.statusCode);
         }
         chunks.push(buffer);
@@ -118,7 +125,12 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
   };
 }
 
-function toUpstreamError(error: unknown, host: string, opts: SendOptions, deadline: AbortSignal): UpstreamError {
+function toUpstreamError(
+  error: unknown,
+  host: string,
+  opts: SendOptions,
+  deadline: AbortSignal,
+): UpstreamError {
   // Our own deadline first: whatever undici reports when it fires (abort, socket closed), it is a timeout.
   if (deadline.aborted) {
     return new UpstreamError('timeout', `upstream ${host} did not answer within ${opts.timeoutMs} ms`, {
@@ -153,9 +165,13 @@ function findErrorCode(error: unknown, depth = 0): string | undefined {
 }
 
 function tooLarge(host: string, maxBodyBytes: number, status: number): UpstreamError {
-  return new UpstreamError('bad_response', `upstream ${host} answered a body larger than ${maxBodyBytes} bytes`, {
-    status,
-  });
+  return new UpstreamError(
+    'bad_response',
+    `upstream ${host} answered a body larger than ${maxBodyBytes} bytes`,
+    {
+      status,
+    },
+  );
 }
 
 function hostOf(url: string): string {
@@ -170,7 +186,9 @@ function singleHeader(value: string | string[] | undefined): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-function normalizeHeaders(headers: Record<string, string | string[] | undefined>): Record<string, string | undefined> {
+function normalizeHeaders(
+  headers: Record<string, string | string[] | undefined>,
+): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined) continue;

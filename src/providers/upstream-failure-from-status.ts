@@ -56,7 +56,8 @@ export function upstreamFailureFromStatus(
     kind === 'rejected'
       ? (upstreamMessage ?? `upstream rejected the request (HTTP ${status})`)
       : `upstream answered HTTP ${status}${upstreamMessage === undefined ? '' : `: ${upstreamMessage}`}`;
-  const retryAfterMs = kind === 'rate_limited' ? parseRetryAfterMs(response.headers, options.nowMs) : undefined;
+  const retryAfterMs =
+    kind === 'rate_limited' ? parseRetryAfterMs(response.headers, options.nowMs) : undefined;
   return new UpstreamError(kind, message, retryAfterMs === undefined ? { status } : { status, retryAfterMs });
 }
 
@@ -74,7 +75,10 @@ export function readSuccessBody(
   }
   const body = tryParseJson(response.bodyText);
   if (!isRecord(body)) {
-    throw badResponse(`upstream answered HTTP ${response.status} with a body that is not a JSON object`, response.status);
+    throw badResponse(
+      `upstream answered HTTP ${response.status} with a body that is not a JSON object`,
+      response.status,
+    );
   }
   return body;
 }
@@ -91,5 +95,7 @@ function cleanMessage(message: string, secret: string | undefined): string | und
   let text = message.replace(/\s+/g, ' ').trim();
   if (secret !== undefined && secret !== '') text = text.split(secret).join('[redacted]');
   if (text === '') return undefined;
-  return text.length > MAX_UPSTREAM_MESSAGE_CHARS ? `${text.slice(0, MAX_UPSTREAM_MESSAGE_CHARS - 1)}…` : text;
+  return text.length > MAX_UPSTREAM_MESSAGE_CHARS
+    ? `${text.slice(0, MAX_UPSTREAM_MESSAGE_CHARS - 1)}…`
+    : text;
 }

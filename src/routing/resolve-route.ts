@@ -24,17 +24,29 @@ export interface Route {
  * - provider name in `model` → that provider; model name in `model` → the provider serving it.
  * - `model` absent or "auto" → round-robin over the active auto providers, the next ones as failover.
  */
-export function resolveRoute(req: RouteRequest, registry: ProviderRegistry, rotation: RotationCounter): Route {
+export function resolveRoute(
+  req: RouteRequest,
+  registry: ProviderRegistry,
+  rotation: RotationCounter,
+): Route {
   const { model, provider } = req;
   if (provider !== undefined) {
     if (!isProviderName(provider)) {
       throw new GatewayError(
         'invalid_provider',
-        `Unknown provider "${truncate(provider)}". Valid providers: ${registry.all().map((s) => s.provider.name).join(', ')}.`,
+        `Unknown provider "${truncate(provider)}". Valid providers: ${registry
+          .all()
+          .map((s) => s.provider.name)
+          .join(', ')}.`,
         { param: 'provider' },
       );
     }
-    if (model !== undefined && model !== 'auto' && model !== provider && model !== registry.get(provider).model) {
+    if (
+      model !== undefined &&
+      model !== 'auto' &&
+      model !== provider &&
+      model !== registry.get(provider).model
+    ) {
       throw new GatewayError(
         'model_provider_mismatch',
         `Model "${truncate(model)}" is not served by provider "${provider}" (it serves "${registry.get(provider).model}"). Omit model, or set it to "auto", "${provider}" or "${registry.get(provider).model}".`,
@@ -75,9 +87,13 @@ function explicitRoute(name: ProviderName, registry: ProviderRegistry): Route {
 function autoRoute(registry: ProviderRegistry, rotation: RotationCounter): Route {
   const active = registry.autoList.filter((n) => registry.isActive(n));
   if (active.length === 0) {
-    throw new GatewayError('no_provider_available', 'No provider is available for automatic routing right now.', {
-      retryAfterSeconds: 30,
-    });
+    throw new GatewayError(
+      'no_provider_available',
+      'No provider is available for automatic routing right now.',
+      {
+        retryAfterSeconds: 30,
+      },
+    );
   }
   const start = rotation.next() % active.length;
   const candidates: ProviderConfig[] = [];

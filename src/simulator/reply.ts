@@ -91,7 +91,12 @@ export function fullReplyText(slug: string, lastUserText: string): string {
  * The reply as returned: cut at the first stop sequence found, then truncated to `cap` tokens
  * (encode → slice → decode).
  */
-export function composeReply(slug: string, lastUserText: string, cap: number, stops: readonly string[]): Reply {
+export function composeReply(
+  slug: string,
+  lastUserText: string,
+  cap: number,
+  stops: readonly string[],
+): Reply {
   let text = fullReplyText(slug, lastUserText);
   let stopSequence: string | null = null;
   let cut = text.length;

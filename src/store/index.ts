@@ -10,7 +10,10 @@ export interface OpenStoreOptions {
 }
 
 /** Opens the store a DATABASE_URL names. Migrations are applied by `store.migrate()`. */
-export async function openStore(url: string, options: OpenStoreOptions): Promise<Store> {
+export async function openStore(
+  url: string,
+  options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
+): Promise<Store> {
   if (url.startsWith('sqlite:')) {
     const { db } = openSqlite(url, { synchronous: options.sqliteSynchronous });
     return new KyselyStore(db, 'sqlite', options.now);

@@ -1,7 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { type Kysely, Migrator, type Transaction, sql } from 'kysely';
+import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
-import { type AccountsTable, type ApiKeysTable, type Database, toNumber, toNumberOrNull, type UsageTable } from './schema.js';
+import {
+  type AccountsTable,
+  type ApiKeysTable,
+  type Database,
+  toNumber,
+  toNumberOrNull,
+  type UsageTable,
+} from './schema.js';
 import type {
   Account,
   AccountRole,
@@ -129,7 +136,11 @@ export class KyselyStore implements Store {
 
   async createAccount(input: { email: string; role: AccountRole; passwordHash: string | null }) {
     return this.db.transaction().execute(async (trx) => {
-      const taken = await trx.selectFrom('accounts').select('id').where('email', '=', input.email).executeTakeFirst();
+      const taken = await trx
+        .selectFrom('accounts')
+        .select('id')
+        .where('email', '=', input.email)
+        .executeTakeFirst();
       if (taken) return { ok: false as const, reason: 'email_taken' as const };
       const row: AccountsTable = {
         id: newId('acct'),
@@ -151,13 +162,23 @@ export class KyselyStore implements Store {
   }
 
   async findAccountByEmail(email: string): Promise<Account | undefined> {
-    const row = await this.db.selectFrom('accounts').selectAll().where('email', '=', email).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('accounts')
+      .selectAll()
+      .where('email', '=', email)
+      .executeTakeFirst();
     return row && toAccount(row);
   }
 
   // ── API keys ─────────────────────────────────────────────────────────────
 
-  async createApiKey(input: { accountId: string; name: string; keyHash: string; hint: string; maxActive: number }) {
+  async createApiKey(input: {
+    accountId: string;
+    name: string;
+    keyHash: string;
+    hint: string;
+    maxActive: number;
+  }) {
     return this.db.transaction().execute(async (trx) => {
       await this.lockAccount(trx, input.accountId);
       const active = await trx
@@ -245,8 +266,13 @@ export class KyselyStore implements Store {
       const balance = await this.lockAccount(trx, input.accountId);
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       const next = balance + input.amountNano;
-      if (!Number.isSafeInteger(next)) throw new Error('the balance would exceed the largest amount the store keeps exactly');
-      await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+      if (!Number.isSafeInteger(next))
+        throw new Error('the balance would exceed the largest amount the store keeps exactly');
+      await trx
+        .updateTable('accounts')
+        .set({ balance_nano: next })
+        .where('id', '=', input.accountId)
+        .execute();
       await trx
         .insertInto('ledger')
         .values({
@@ -264,7 +290,8 @@ export class KyselyStore implements Store {
   }
 
   async placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult> {
-    if (!Number.isSafeInteger(input.amountNano) || input.amountNano < 0) throw new Error('invalid hold amount');
+    if (!Number.isSafeInteger(input.amountNano) || input.amountNano < 0)
+      throw new Error('invalid hold amount');
     return this.db.transaction().execute(async (trx) => {
       // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
       const updated = await trx
@@ -313,7 +340,11 @@ export class KyselyStore implements Store {
       const chargedNano = Math.min(input.costNano, available);
       const shortfallNano = input.costNano - chargedNano;
       const next = available - chargedNano;
-      await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+      await trx
+        .updateTable('accounts')
+        .set({ balance_nano: next })
+        .where('id', '=', input.accountId)
+        .execute();
       if (chargedNano > 0) {
         await trx
           .insertInto('ledger')
@@ -340,7 +371,11 @@ export class KyselyStore implements Store {
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       const next = balance + held;
       if (held > 0) {
-        await trx.updateTable('accounts').set({ balance_nano: next }).where('id', '=', input.accountId).execute();
+        await trx
+          .updateTable('accounts')
+          .set({ balance_nano: next })
+          .where('id', '=', input.accountId)
+          .execute();
       }
       if (input.usage) await trx.insertInto('usage').values(usageRow(input.usage, 0)).execute();
       return { balanceNano: next };
@@ -412,7 +447,8 @@ export class KyselyStore implements Store {
 
       const credits = new Map<string, number>();
       const charges = new Map<string, number>();
-      for (const row of ledger) (row.kind === 'credit' ? credits : charges).set(row.account_id, sumOf(row.total));
+      for (const row of ledger)
+        (row.kind === 'credit' ? credits : charges).set(row.account_id, sumOf(row.total));
       const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
       const duplicated = new Set(duplicates.map((d) => d.account_id));
 
@@ -445,7 +481,11 @@ export class KyselyStore implements Store {
   async listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]> {
     let query = this.db.selectFrom('usage').selectAll().where('account_id', '=', accountId);
     if (options.before !== undefined) query = query.where('created_at', '<', options.before);
-    const rows = await query.orderBy('created_at', 'desc').orderBy('request_id', 'desc').limit(options.limit).execute();
+    const rows = await query
+      .orderBy('created_at', 'desc')
+      .orderBy('request_id', 'desc')
+      .limit(options.limit)
+      .execute();
     return rows.map(toUsage);
   }
 

@@ -57,7 +57,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('note', 'text')
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('ledger_account').on('ledger').columns(['account_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('ledger_account')
+        .on('ledger')
+        .columns(['account_id', 'created_at'])
+        .execute();
 
       await db.schema
         .createTable('usage')
@@ -79,7 +83,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('client_gone', 'integer', (c) => c.notNull())
         .addColumn('created_at', 'bigint', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('usage_account').on('usage').columns(['account_id', 'created_at']).execute();
+      await db.schema
+        .createIndex('usage_account')
+        .on('usage')
+        .columns(['account_id', 'created_at'])
+        .execute();
     },
   },
 };

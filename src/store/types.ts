@@ -154,7 +154,11 @@ export interface Store {
 
   // money: the only ways a balance changes
   /** Appends a credit to the ledger and adds it to the balance, in one transaction. */
-  addCredit(input: { accountId: string; amountNano: number; note: string | null }): Promise<{ balanceNano: number }>;
+  addCredit(input: {
+    accountId: string;
+    amountNano: number;
+    note: string | null;
+  }): Promise<{ balanceNano: number }>;
   /** Atomically moves `amountNano` from the balance into an open hold, or changes nothing. */
   placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult>;
   /**

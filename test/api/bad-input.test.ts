@@ -25,7 +25,11 @@ async function send(payload: string | Buffer, headers: Record<string, string> = 
   return { status: res.statusCode, body };
 }
 
-function expectClientError(res: { status: number; body: { error?: { code: string; message: string; type: string } } }, status: number, code: string) {
+function expectClientError(
+  res: { status: number; body: { error?: { code: string; message: string; type: string } } },
+  status: number,
+  code: string,
+) {
   expect(res.status).toBe(status);
   expect(res.body.error?.code).toBe(code);
   expect(res.body.error?.message).toBeTruthy();
@@ -33,26 +37,37 @@ function expectClientError(res: { status: number; body: { error?: { code: string
 }
 
 describe('malformed bodies', () => {
-  it.each(['{', '{"messages": [}', 'nul', '{"messages": [{"role": "user", "content": "hi"}]} trailing', '\u0000'])(
-    '400 invalid_json for %j',
-    async (payload) => {
-      expectClientError(await send(payload), 400, 'invalid_json');
-    },
-  );
+  it.each([
+    '{',
+    '{"messages": [}',
+    'nul',
+    '{"messages": [{"role": "user", "content": "hi"}]} trailing',
+    '\u0000',
+  ])('400 invalid_json for %j', async (payload) => {
+    expectClientError(await send(payload), 400, 'invalid_json');
+  });
 
   it('400 invalid_json for an empty body with a JSON content type', async () => {
     expectClientError(await send(''), 400, 'invalid_json');
   });
 
-  it.each(['text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/xml'])(
-    '415 unsupported_media_type for %s',
-    async (type) => {
-      expectClientError(await send(JSON.stringify(hello), { 'content-type': type }), 415, 'unsupported_media_type');
-    },
-  );
+  it.each([
+    'text/plain',
+    'application/x-www-form-urlencoded',
+    'multipart/form-data; boundary=x',
+    'application/xml',
+  ])('415 unsupported_media_type for %s', async (type) => {
+    expectClientError(
+      await send(JSON.stringify(hello), { 'content-type': type }),
+      415,
+      'unsupported_media_type',
+    );
+  });
 
   it('accepts application/json with a charset', async () => {
-    const res = await send(JSON.stringify({ ...hello, max_tokens: 1 }), { 'content-type': 'application/json; charset=utf-8' });
+    const res = await send(JSON.stringify({ ...hello, max_tokens: 1 }), {
+      'content-type': 'application/json; charset=utf-8',
+    });
     // 200 would change the balance; max_tokens 1 keeps this a success we undo below by checking codes only.
     expect([200]).toContain(res.status);
     balance = await h.balanceNano();
@@ -119,16 +134,22 @@ describe('wrong types in every field', () => {
     expectClientError(await send(JSON.stringify({ messages })), 400, 'invalid_messages');
   });
 
-  it.each(['[]', '"hello"', '42', 'null', 'true'])('400 invalid_messages for a non-object body %s', async (payload) => {
-    expectClientError(await send(payload), 400, 'invalid_messages');
-  });
+  it.each(['[]', '"hello"', '42', 'null', 'true'])(
+    '400 invalid_messages for a non-object body %s',
+    async (payload) => {
+      expectClientError(await send(payload), 400, 'invalid_messages');
+    },
+  );
 });
 
 describe('unicode', () => {
   it('serves and bills unicode, emoji and RTL text correctly', async () => {
     const before = await h.balanceNano();
     const res = await send(
-      JSON.stringify({ messages: [{ role: 'user', content: 'héllo 你好 مرحبا 👋🏽 \u200d' }], max_tokens: 5 }),
+      JSON.stringify({
+        messages: [{ role: 'user', content: 'héllo 你好 مرحبا 👋🏽 \u200d' }],
+        max_tokens: 5,
+      }),
     );
     expect(res.status).toBe(200);
     expect(await h.balanceNano()).toBeLessThan(before);

@@ -73,7 +73,10 @@ describe('validation (spec §4 processing rules 2–3)', () => {
     ['an unknown role', { messages: [{ role: 'tool', content: 'hi' }] }],
     ['a non-string content', { messages: [{ role: 'user', content: 5 }] }],
     ['a null content', { messages: [{ role: 'user', content: null }] }],
-    ['an image part', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] }],
+    [
+      'an image part',
+      { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+    ],
     ['a null item', { messages: [null] }],
   ])('400 invalid_messages when messages is %s', async (_label, body) => {
     const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
@@ -103,7 +106,11 @@ describe('routing errors', () => {
   });
 
   it('400 model_provider_mismatch when model and provider disagree', async () => {
-    expectError(await h.chat({ ...hello, provider: 'prov-qwen', model: 'prov-kimi' }), 400, 'model_provider_mismatch');
+    expectError(
+      await h.chat({ ...hello, provider: 'prov-qwen', model: 'prov-kimi' }),
+      400,
+      'model_provider_mismatch',
+    );
     expectError(
       await h.chat({ ...hello, provider: 'prov-qwen', model: h.config.providers['prov-kimi'].model }),
       400,
@@ -122,7 +129,12 @@ describe('routing errors', () => {
 describe('balance (spec §4 rule 4)', () => {
   it('402 insufficient_balance asking to add credits, and nothing charged', async () => {
     const { accountId, key } = await h.newAccount('0');
-    const error = expectError(await h.chat(hello, { key }), 402, 'insufficient_balance', 'insufficient_balance');
+    const error = expectError(
+      await h.chat(hello, { key }),
+      402,
+      'insufficient_balance',
+      'insufficient_balance',
+    );
     expect(error.message).toMatch(/add credits/i);
     expect(await h.balanceNano(accountId)).toBe(0);
   });
@@ -173,7 +185,11 @@ describe('upstream failures: mapped errors, no charge', () => {
   });
 
   it('upstream_rejected passes the upstream message on', async () => {
-    h.sim.setFault('qwen', { kind: 'status', status: 400, message: 'maximum context length exceeded' } as never);
+    h.sim.setFault('qwen', {
+      kind: 'status',
+      status: 400,
+      message: 'maximum context length exceeded',
+    } as never);
     const res = await h.chat({ ...hello, provider: 'prov-qwen' });
     h.sim.setFault('qwen', null);
     const error = expectError(res, 400, 'upstream_rejected');

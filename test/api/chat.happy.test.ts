@@ -69,7 +69,12 @@ describe('POST /api/v1/chat/completions — success', () => {
     expect(res.status).toBe(200);
     const rows = await h.server.store.listUsage(h.accountId, { limit: 50 });
     const row = rows.find((r) => r.requestId === res.body.id);
-    expect(row).toMatchObject({ provider: 'prov-qwen', status: 'ok', httpStatus: 200, usageEstimated: false });
+    expect(row).toMatchObject({
+      provider: 'prov-qwen',
+      status: 'ok',
+      httpStatus: 200,
+      usageEstimated: false,
+    });
     const report = await h.server.store.ledgerCheck();
     expect(report).toMatchObject({ ok: true, problems: [] });
   });
@@ -111,7 +116,15 @@ describe('POST /api/v1/chat/completions — success', () => {
     h.sim.reset();
     const res = await h.chat({
       provider: 'prov-kimi',
-      messages: [{ role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'text', text: 'part two' }] }],
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'part one' },
+            { type: 'text', text: 'part two' },
+          ],
+        },
+      ],
       temperature: 0.3,
       top_p: 0.9,
       max_tokens: 50,

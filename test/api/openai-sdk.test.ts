@@ -30,8 +30,9 @@ describe('the official openai SDK against a running Tollgate', () => {
     expect(completion.usage?.total_tokens).toBe(
       (completion.usage?.prompt_tokens ?? 0) + (completion.usage?.completion_tokens ?? 0),
     );
-    const meta = (completion as unknown as { meta: { provider: string; balance: number; cost: { total: number } } })
-      .meta;
+    const meta = (
+      completion as unknown as { meta: { provider: string; balance: number; cost: { total: number } } }
+    ).meta;
     expect(meta.provider).toMatch(/^prov-/);
     expect(meta.balance).toBeLessThan(10);
   });
@@ -58,7 +59,10 @@ describe('the official openai SDK against a running Tollgate', () => {
   it('surfaces 400 as BadRequestError (stream: true is refused)', async () => {
     const err = await client.chat.completions
       .create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }], stream: true })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toBeInstanceOf(OpenAI.BadRequestError);
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('streaming_not_supported');
   });

@@ -23,7 +23,14 @@ function lastRequest(slug: string) {
 }
 
 describe('what each wire format receives (through the gateway, recorded by the simulator)', () => {
-  it.each(['prov-deepseek', 'prov-qwen', 'prov-kimi', 'prov-gpt-oss-120b', 'prov-llama', 'prov-mistral'] as const)(
+  it.each([
+    'prov-deepseek',
+    'prov-qwen',
+    'prov-kimi',
+    'prov-gpt-oss-120b',
+    'prov-llama',
+    'prov-mistral',
+  ] as const)(
     '%s: OpenAI chat format, Bearer credential, system stays a message, cap always sent',
     async (provider) => {
       const res = await h.chat({ provider, messages: conversation, temperature: 0.5 });
@@ -40,7 +47,13 @@ describe('what each wire format receives (through the gateway, recorded by the s
   );
 
   it('prov-claude: Anthropic Messages, x-api-key + anthropic-version, system top-level, max_tokens required', async () => {
-    const res = await h.chat({ provider: 'prov-claude', messages: conversation, max_tokens: 100, top_p: 0.8, stop: ['X'] });
+    const res = await h.chat({
+      provider: 'prov-claude',
+      messages: conversation,
+      max_tokens: 100,
+      top_p: 0.8,
+      stop: ['X'],
+    });
     expect(res.status).toBe(200);
     const req = lastRequest('claude');
     expect(req.path).toMatch(/\/v1\/messages$/);
@@ -53,16 +66,26 @@ describe('what each wire format receives (through the gateway, recorded by the s
     expect(req.body.max_tokens).toBe(100);
     expect(req.body.top_p).toBe(0.8);
     expect(req.body.stop_sequences).toEqual(['X']);
-    const body = res.body as { usage: { prompt_tokens: number; completion_tokens: number }; choices: Array<{ finish_reason: string }> };
+    const body = res.body as {
+      usage: { prompt_tokens: number; completion_tokens: number };
+      choices: Array<{ finish_reason: string }>;
+    };
     expect(body.usage.prompt_tokens).toBeGreaterThan(0);
     expect(body.choices[0]?.finish_reason).toBe('stop');
   });
 
   it('prov-gemini: generateContent, x-goog-api-key, systemInstruction, roles user/model', async () => {
-    const res = await h.chat({ provider: 'prov-gemini', messages: conversation, max_tokens: 100, temperature: 0.2 });
+    const res = await h.chat({
+      provider: 'prov-gemini',
+      messages: conversation,
+      max_tokens: 100,
+      temperature: 0.2,
+    });
     expect(res.status).toBe(200);
     const req = lastRequest('gemini');
-    expect(req.path).toBe(`/gemini/gemini/v1beta/models/${h.config.providers['prov-gemini'].model}:generateContent`);
+    expect(req.path).toBe(
+      `/gemini/gemini/v1beta/models/${h.config.providers['prov-gemini'].model}:generateContent`,
+    );
     expect(req.headers['x-goog-api-key']).toBe('upstream-secret-gemini');
     expect(req.body.systemInstruction).toEqual({ parts: [{ text: 'You are a pirate.' }] });
     const contents = req.body.contents as Array<{ role: string; parts: Array<{ text: string }> }>;
@@ -71,17 +94,20 @@ describe('what each wire format receives (through the gateway, recorded by the s
     expect(req.body.generationConfig).toMatchObject({ maxOutputTokens: 100, temperature: 0.2 });
   });
 
-  it.each([
-    ['prov-claude', 'claude'],
-    ['prov-gemini', 'gemini'],
-    ['prov-deepseek', 'deepseek'],
-  ] as const)('%s: the cap reached maps to finish_reason "length"', async (provider) => {
-    const res = await h.chat({
-      provider,
-      messages: [{ role: 'user', content: 'Please write a very long essay about the history of the printing press' }],
-      max_tokens: 2,
-    });
-    expect(res.status).toBe(200);
-    expect((res.body as { choices: Array<{ finish_reason: string }> }).choices[0]?.finish_reason).toBe('length');
-  });
+  it.each(['prov-claude', 'prov-gemini', 'prov-deepseek'] as const)(
+    '%s: the cap reached maps to finish_reason "length"',
+    async (provider) => {
+      const res = await h.chat({
+        provider,
+        messages: [
+          { role: 'user', content: 'Please write a very long essay about the history of the printing press' },
+        ],
+        max_tokens: 2,
+      });
+      expect(res.status).toBe(200);
+      expect((res.body as { choices: Array<{ finish_reason: string }> }).choices[0]?.finish_reason).toBe(
+        'length',
+      );
+    },
+  );
 });

@@ -30,7 +30,11 @@ describe('bin/tollgate (operator contract)', () => {
   });
 
   it('accounts create --json, with a password on stdin; a second create of the same email fails', async () => {
-    const r = await runCli(['accounts', 'create', '--email', 'Ops@Example.test', '--password-stdin', '--admin', '--json'], env, 'correct horse battery staple\n');
+    const r = await runCli(
+      ['accounts', 'create', '--email', 'Ops@Example.test', '--password-stdin', '--admin', '--json'],
+      env,
+      'correct horse battery staple\n',
+    );
     expect(r.code).toBe(0);
     expect(json(r.stdout)).toMatchObject({ email: 'ops@example.test', role: 'admin' });
     expect(r.stdout + r.stderr).not.toContain('correct horse');
@@ -41,7 +45,20 @@ describe('bin/tollgate (operator contract)', () => {
   });
 
   it('credits add accepts up to 9 decimal places and refuses more', async () => {
-    const r = await runCli(['credits', 'add', '--email', 'ops@example.test', '--amount', '12.000000001', '--note', 'welcome', '--json'], env);
+    const r = await runCli(
+      [
+        'credits',
+        'add',
+        '--email',
+        'ops@example.test',
+        '--amount',
+        '12.000000001',
+        '--note',
+        'welcome',
+        '--json',
+      ],
+      env,
+    );
     expect(r.code).toBe(0);
     expect(json(r.stdout)).toMatchObject({ amount: 12.000000001, balance: 12.000000001 });
     for (const amount of ['1.0000000001', '-5', '0', 'abc', '1e3']) {
@@ -52,7 +69,10 @@ describe('bin/tollgate (operator contract)', () => {
   });
 
   it('keys create prints {"id","name","key"} once; only its hash is stored; list and revoke work', async () => {
-    const r = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', 'ci key', '--json'], env);
+    const r = await runCli(
+      ['keys', 'create', '--email', 'ops@example.test', '--name', 'ci key', '--json'],
+      env,
+    );
     expect(r.code).toBe(0);
     const created = json(r.stdout);
     expect(Object.keys(created).sort()).toEqual(['id', 'key', 'name']);
@@ -72,7 +92,10 @@ describe('bin/tollgate (operator contract)', () => {
     expect(record?.keyId).toBe(created.id);
     await store.close();
 
-    const revoke = await runCli(['keys', 'revoke', '--email', 'ops@example.test', '--id', created.id as string, '--json'], env);
+    const revoke = await runCli(
+      ['keys', 'revoke', '--email', 'ops@example.test', '--id', created.id as string, '--json'],
+      env,
+    );
     expect(revoke.code).toBe(0);
     expect(json(revoke.stdout)).toMatchObject({ id: created.id, revoked: true });
     const missing = await runCli(['keys', 'revoke', '--email', 'ops@example.test', '--id', 'key_nope'], env);
@@ -81,10 +104,16 @@ describe('bin/tollgate (operator contract)', () => {
 
   it('keys create refuses the 11th active key', async () => {
     for (let i = 0; i < 10; i++) {
-      const r = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', `k${i}`, '--json'], env);
+      const r = await runCli(
+        ['keys', 'create', '--email', 'ops@example.test', '--name', `k${i}`, '--json'],
+        env,
+      );
       expect(r.code).toBe(0);
     }
-    const eleventh = await runCli(['keys', 'create', '--email', 'ops@example.test', '--name', 'k10', '--json'], env);
+    const eleventh = await runCli(
+      ['keys', 'create', '--email', 'ops@example.test', '--name', 'k10', '--json'],
+      env,
+    );
     expect(eleventh.code).not.toBe(0);
     expect(JSON.parse(eleventh.stderr).error.code).toBe('limit_reached');
   });
@@ -96,7 +125,11 @@ describe('bin/tollgate (operator contract)', () => {
   });
 
   it('usage errors exit 2 with a message on stderr', async () => {
-    for (const args of [['frobnicate'], ['keys', 'create', '--email', 'ops@example.test'], ['credits', 'add', '--bogus', 'x']]) {
+    for (const args of [
+      ['frobnicate'],
+      ['keys', 'create', '--email', 'ops@example.test'],
+      ['credits', 'add', '--bogus', 'x'],
+    ]) {
       const r = await runCli(args, env);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(/^tollgate: /);

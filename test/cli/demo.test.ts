@@ -19,7 +19,12 @@ afterAll(() => {
 
 async function runDemo() {
   const started = await startCli(['demo', '--json'], env, /\{"url".*\}\n/);
-  const info = JSON.parse(started.firstMatch[0]) as { url: string; key: string; curl: string; password: string | null };
+  const info = JSON.parse(started.firstMatch[0]) as {
+    url: string;
+    key: string;
+    curl: string;
+    password: string | null;
+  };
   return { ...started, info };
 }
 
@@ -31,7 +36,11 @@ describe('bin/tollgate demo', () => {
       expect(first.info.key).toMatch(/^sk-svc-[0-9a-f]{32}$/);
       expect(first.info.password).toBeTruthy();
       const { stdout } = await exec('sh', ['-c', first.info.curl]);
-      const body = JSON.parse(stdout) as { object: string; choices: Array<{ message: { content: string } }>; meta: { balance: number } };
+      const body = JSON.parse(stdout) as {
+        object: string;
+        choices: Array<{ message: { content: string } }>;
+        meta: { balance: number };
+      };
       expect(body.object).toBe('chat.completion');
       expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
       expect(body.meta.balance).toBeLessThan(10);

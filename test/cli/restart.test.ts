@@ -28,7 +28,11 @@ beforeAll(async () => {
   }
   store = await openStore(env.DATABASE_URL as string);
   await store.migrate();
-  const created = await store.createAccount({ email: 'restart@example.test', role: 'user', passwordHash: null });
+  const created = await store.createAccount({
+    email: 'restart@example.test',
+    role: 'user',
+    passwordHash: null,
+  });
   if (!created.ok) throw new Error('account');
   accountId = created.account.id;
   await store.addCredit({ accountId, amountNano: CREDIT, note: null });
@@ -64,7 +68,12 @@ describe('crash safety', () => {
         body: JSON.stringify({ provider: 'prov-deepseek', messages: [{ role: 'user', content: 'hi' }] }),
       }).catch(() => undefined),
     );
-    await until(async () => (await store.ledgerCheck()).ok && (await store.openHoldsNano(accountId)) > 0 && (await sim.requests('deepseek')).length >= 5);
+    await until(
+      async () =>
+        (await store.ledgerCheck()).ok &&
+        (await store.openHoldsNano(accountId)) > 0 &&
+        (await sim.requests('deepseek')).length >= 5,
+    );
     const held = await store.openHoldsNano(accountId);
     expect(held).toBeGreaterThan(0);
     expect((await store.getAccount(accountId))?.balanceNano).toBe(CREDIT - held);

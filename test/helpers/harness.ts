@@ -56,7 +56,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   for (const entry of CATALOG) {
     const n = envNameOf(entry.name);
     env[`PROV_${n}_BASE_URL`] = sim.baseUrl(entry.wireFormat, slugOf(entry.name));
-    if (!options.unconfigured?.includes(entry.name)) env[`PROV_${n}_API_KEY`] = `upstream-secret-${n.toLowerCase()}`;
+    if (!options.unconfigured?.includes(entry.name))
+      env[`PROV_${n}_API_KEY`] = `upstream-secret-${n.toLowerCase()}`;
   }
   const config = loadConfig({ ...env, ...options.env });
   const server = await createServer(config, { logger: pino({ level: 'silent' }) });
@@ -70,7 +71,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     if (!created.ok) throw new Error('account creation failed');
     const amount = parseUsdToNano(usd);
     if (amount === undefined) throw new Error(`bad amount ${usd}`);
-    if (amount > 0) await server.store.addCredit({ accountId: created.account.id, amountNano: amount, note: 'test' });
+    if (amount > 0)
+      await server.store.addCredit({ accountId: created.account.id, amountNano: amount, note: 'test' });
     const key = await createKey(server.store, created.account.id, 'test key');
     if (!key.ok) throw new Error('key creation failed');
     return { accountId: created.account.id, key: key.secret };

@@ -22,7 +22,11 @@ afterEach(async () => {
 });
 
 async function account(credit: number) {
-  const created = await store.createAccount({ email: `a${Math.random()}@x.test`, role: 'user', passwordHash: null });
+  const created = await store.createAccount({
+    email: `a${Math.random()}@x.test`,
+    role: 'user',
+    passwordHash: null,
+  });
   if (!created.ok) throw new Error('account');
   if (credit > 0) await store.addCredit({ accountId: created.account.id, amountNano: credit, note: null });
   return created.account.id;
@@ -85,7 +89,12 @@ describe('store: money moves only through hold → settle / release, and the led
   it('settle charges the actual cost and returns the rest of the hold', async () => {
     const id = await account(1000);
     await store.placeHold(hold(id, 'h1', 600));
-    const settled = await store.settle({ holdId: 'h1', accountId: id, costNano: 250, usage: usage(id, 'r1') });
+    const settled = await store.settle({
+      holdId: 'h1',
+      accountId: id,
+      costNano: 250,
+      usage: usage(id, 'r1'),
+    });
     expect(settled).toEqual({ balanceNano: 750, chargedNano: 250, shortfallNano: 0 });
     expect(await store.openHoldsNano(id)).toBe(0);
     expect((await store.ledgerCheck()).ok).toBe(true);
@@ -94,7 +103,12 @@ describe('store: money moves only through hold → settle / release, and the led
   it('a cost above hold + balance stops at zero and records the shortfall', async () => {
     const id = await account(1000);
     await store.placeHold(hold(id, 'h1', 900));
-    const settled = await store.settle({ holdId: 'h1', accountId: id, costNano: 1500, usage: usage(id, 'r1') });
+    const settled = await store.settle({
+      holdId: 'h1',
+      accountId: id,
+      costNano: 1500,
+      usage: usage(id, 'r1'),
+    });
     expect(settled).toEqual({ balanceNano: 0, chargedNano: 1000, shortfallNano: 500 });
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
@@ -104,7 +118,9 @@ describe('store: money moves only through hold → settle / release, and the led
     await store.placeHold(hold(id, 'h1', 100));
     await store.placeHold(hold(id, 'h2', 100));
     await store.settle({ holdId: 'h1', accountId: id, costNano: 50, usage: usage(id, 'same') });
-    await expect(store.settle({ holdId: 'h2', accountId: id, costNano: 50, usage: usage(id, 'same') })).rejects.toThrow();
+    await expect(
+      store.settle({ holdId: 'h2', accountId: id, costNano: 50, usage: usage(id, 'same') }),
+    ).rejects.toThrow();
     expect(await store.openHoldsNano(id)).toBe(100);
     expect((await store.getAccount(id))?.balanceNano).toBe(850);
     expect((await store.ledgerCheck()).ok).toBe(true);
@@ -115,7 +131,12 @@ describe('store: money moves only through hold → settle / release, and the led
     await store.placeHold(hold(id, 'h1', 400, Date.now() - 1));
     expect(await store.releaseHolds({ kind: 'expired', now: Date.now() })).toBe(1);
     expect((await store.getAccount(id))?.balanceNano).toBe(1000);
-    const settled = await store.settle({ holdId: 'h1', accountId: id, costNano: 100, usage: usage(id, 'r1') });
+    const settled = await store.settle({
+      holdId: 'h1',
+      accountId: id,
+      costNano: 100,
+      usage: usage(id, 'r1'),
+    });
     expect(settled.balanceNano).toBe(900);
     const released = await store.release({ holdId: 'h1', accountId: id, usage: null });
     expect(released.balanceNano).toBe(900);
@@ -141,7 +162,9 @@ describe('store: money moves only through hold → settle / release, and the led
     raw.close();
     const report = await store.ledgerCheck();
     expect(report.ok).toBe(false);
-    expect(report.problems).toEqual([expect.objectContaining({ accountId: id, reason: 'mismatch', discrepancyNano: -5 })]);
+    expect(report.problems).toEqual([
+      expect.objectContaining({ accountId: id, reason: 'mismatch', discrepancyNano: -5 }),
+    ]);
   });
 
   it('the balance column refuses to go below zero even if asked directly', async () => {
@@ -153,7 +176,8 @@ describe('store: money moves only through hold → settle / release, and the led
 
   it('at most maxActive unrevoked keys; revoked keys do not count', async () => {
     const id = await account(0);
-    const make = (n: number) => store.createApiKey({ accountId: id, name: `k${n}`, keyHash: `h${n}`, hint: 'x', maxActive: 2 });
+    const make = (n: number) =>
+      store.createApiKey({ accountId: id, name: `k${n}`, keyHash: `h${n}`, hint: 'x', maxActive: 2 });
     const a = await make(1);
     expect((await make(2)).ok).toBe(true);
     expect(await make(3)).toEqual({ ok: false, reason: 'limit_reached' });

@@ -43,19 +43,31 @@ describe('loadConfig', () => {
 
   it('lists every problem with the variable name', () => {
     try {
-      loadConfig({ PORT: 'eighty', PROV_QWEN_INPUT_PRICE: '-1', PROV_KIMI_BASE_URL: 'ftp://x', LOG_LEVEL: 'loud' });
+      loadConfig({
+        PORT: 'eighty',
+        PROV_QWEN_INPUT_PRICE: '-1',
+        PROV_KIMI_BASE_URL: 'ftp://x',
+        LOG_LEVEL: 'loud',
+      });
       expect.unreachable();
     } catch (e) {
       expect(e).toBeInstanceOf(ConfigError);
       const text = (e as ConfigError).problems.join('\n');
-      for (const v of ['PORT', 'PROV_QWEN_INPUT_PRICE', 'PROV_KIMI_BASE_URL', 'LOG_LEVEL']) expect(text).toContain(v);
+      for (const v of ['PORT', 'PROV_QWEN_INPUT_PRICE', 'PROV_KIMI_BASE_URL', 'LOG_LEVEL'])
+        expect(text).toContain(v);
     }
   });
 
   it('reads a JSON config file, which the environment overrides', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
     const file = join(dir, 'tollgate.json');
-    writeFileSync(file, JSON.stringify({ PORT: 9000, providers: { 'prov-claude': { apiKey: 'from-file', model: 'claude-x' } } }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        PORT: 9000,
+        providers: { 'prov-claude': { apiKey: 'from-file', model: 'claude-x' } },
+      }),
+    );
     const c = loadConfig({ TOLLGATE_CONFIG: file, PROV_CLAUDE_MODEL: 'claude-env' });
     expect(c.port).toBe(9000);
     expect(c.providers['prov-claude'].apiKey).toBe('from-file');

@@ -15,7 +15,10 @@ function registry(env: Record<string, string>, now = () => 0) {
     PROV_CLAUDE_API_KEY: 'k',
     ...env,
   });
-  return new ProviderRegistry(config, new ProviderHealthTracker({ failureThreshold: 2, coolDownMs: 1000 }, now));
+  return new ProviderRegistry(
+    config,
+    new ProviderHealthTracker({ failureThreshold: 2, coolDownMs: 1000 }, now),
+  );
 }
 
 function codeOf(fn: () => unknown): string | undefined {
@@ -34,7 +37,10 @@ describe('resolveRoute', () => {
     const first = resolveRoute({ model: undefined, provider: undefined }, reg, rot);
     expect(first.explicit).toBe(false);
     expect(first.candidates.map((c) => c.name)).toEqual(['prov-deepseek', 'prov-qwen', 'prov-kimi']);
-    const seq = Array.from({ length: 5 }, () => resolveRoute({ model: 'auto', provider: undefined }, reg, rot).candidates[0]?.name);
+    const seq = Array.from(
+      { length: 5 },
+      () => resolveRoute({ model: 'auto', provider: undefined }, reg, rot).candidates[0]?.name,
+    );
     expect(seq).toEqual(['prov-qwen', 'prov-kimi', 'prov-gpt-oss-120b', 'prov-deepseek', 'prov-qwen']);
   });
 
@@ -44,9 +50,9 @@ describe('resolveRoute', () => {
     reg.health.recordFailure('prov-gpt-oss-120b');
     reg.health.recordFailure('prov-gpt-oss-120b');
     const rot = new LocalRotationCounter();
-    expect(resolveRoute({ model: undefined, provider: undefined }, reg, rot).candidates.map((c) => c.name)).toEqual([
-      'prov-deepseek',
-    ]);
+    expect(
+      resolveRoute({ model: undefined, provider: undefined }, reg, rot).candidates.map((c) => c.name),
+    ).toEqual(['prov-deepseek']);
     t = 1000; // cool-down over: half-open, one probe allowed
     expect(reg.isActive('prov-gpt-oss-120b')).toBe(true);
     expect(reg.health.tryAcquire('prov-gpt-oss-120b')).toBe(true);
@@ -62,15 +68,16 @@ describe('resolveRoute', () => {
       PROV_KIMI_API_KEY: '',
       PROV_GPT_OSS_120B_API_KEY: '',
     });
-    expect(codeOf(() => resolveRoute({ model: 'auto', provider: undefined }, reg, new LocalRotationCounter()))).toBe(
-      'no_provider_available',
-    );
+    expect(
+      codeOf(() => resolveRoute({ model: 'auto', provider: undefined }, reg, new LocalRotationCounter())),
+    ).toBe('no_provider_available');
   });
 
   it('explicit selection, precedence and errors', () => {
     const reg = registry({});
     const rot = new LocalRotationCounter();
-    const r = (model: string | undefined, provider: string | undefined) => resolveRoute({ model, provider }, reg, rot);
+    const r = (model: string | undefined, provider: string | undefined) =>
+      resolveRoute({ model, provider }, reg, rot);
     expect(r(undefined, 'prov-claude')).toMatchObject({ explicit: true });
     expect(r(undefined, 'prov-claude').candidates.map((c) => c.name)).toEqual(['prov-claude']);
     expect(r('prov-claude', undefined).candidates[0]?.name).toBe('prov-claude');

@@ -11,11 +11,17 @@ export async function creditsAdd(
   if (args.amount === undefined) throw usageError('--amount is required (USD, up to 9 decimal places)');
   const amountNano = parseUsdToNano(args.amount);
   if (amountNano === undefined || amountNano <= 0) {
-    throw usageError(`--amount: "${args.amount}" must be a positive dollar amount with at most 9 decimal places`);
+    throw usageError(
+      `--amount: "${args.amount}" must be a positive dollar amount with at most 9 decimal places`,
+    );
   }
   await withStore(async (store) => {
     const account = await accountByEmail(store, args.email);
-    const { balanceNano } = await store.addCredit({ accountId: account.id, amountNano, note: args.note ?? null });
+    const { balanceNano } = await store.addCredit({
+      accountId: account.id,
+      amountNano,
+      note: args.note ?? null,
+    });
     out.result(
       {
         account_id: account.id,

@@ -44,7 +44,10 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
   const overrides: Record<string, string> = {};
   for (const entry of CATALOG) {
     const name = envNameOf(entry.name);
-    overrides[`PROV_${name}_BASE_URL`] = simulator.baseUrl(entry.wireFormat, entry.name.replace(/^prov-/, ''));
+    overrides[`PROV_${name}_BASE_URL`] = simulator.baseUrl(
+      entry.wireFormat,
+      entry.name.replace(/^prov-/, ''),
+    );
     overrides[`PROV_${name}_API_KEY`] = `simulator-${randomBytes(8).toString('hex')}`;
     overrides[`PROV_${name}_ENABLED`] = 'true';
   }
@@ -57,7 +60,8 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
 
   const { accountId, password } = await ensureDemoAccount(server.store);
   for (const key of await server.store.listApiKeys(accountId)) {
-    if (key.name === DEMO_KEY_NAME && key.revokedAt === null) await server.store.revokeApiKey(accountId, key.id);
+    if (key.name === DEMO_KEY_NAME && key.revokedAt === null)
+      await server.store.revokeApiKey(accountId, key.id);
   }
   const key = await createKey(server.store, accountId, DEMO_KEY_NAME);
   if (!key.ok) throw new CliError(key.message);

@@ -34,7 +34,9 @@ export async function keysList(args: { email: string | undefined }, out: Output)
     const human =
       rows.length === 0
         ? `No keys for ${account.email}.`
-        : rows.map((r) => `${r.id}  ${r.hint}  ${r.revoked_at ? 'revoked' : 'active '}  ${r.name}`).join('\n');
+        : rows
+            .map((r) => `${r.id}  ${r.hint}  ${r.revoked_at ? 'revoked' : 'active '}  ${r.name}`)
+            .join('\n');
     out.result({ email: account.email, keys: rows }, human);
   });
 }

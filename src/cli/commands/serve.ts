@@ -31,10 +31,18 @@ export function shutdownOnSignals(server: Server, onClosed: () => Promise<void> 
 export async function serve(config: Config, out: Output): Promise<void> {
   const server = await createServer(config);
   const url = await server.listen();
-  const active = server.registry.all().filter((s) => s.active).map((s) => s.provider.name);
+  const active = server.registry
+    .all()
+    .filter((s) => s.active)
+    .map((s) => s.provider.name);
   if (active.length === 0) {
-    server.app.log.warn('no provider is active: set PROV_<NAME>_API_KEY for at least one (see docs/configuration.md)');
+    server.app.log.warn(
+      'no provider is active: set PROV_<NAME>_API_KEY for at least one (see docs/configuration.md)',
+    );
   }
-  out.result({ url, active_providers: active }, `Tollgate listening on ${url} (active providers: ${active.join(', ') || 'none'})`);
+  out.result(
+    { url, active_providers: active },
+    `Tollgate listening on ${url} (active providers: ${active.join(', ') || 'none'})`,
+  );
   shutdownOnSignals(server);
 }

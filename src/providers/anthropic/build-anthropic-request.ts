@@ -14,7 +14,10 @@ export const ANTHROPIC_VERSION = '2023-06-01';
  * @see https://docs.anthropic.com/en/api/messages
  * @see https://docs.anthropic.com/en/api/versioning
  */
-export function buildAnthropicRequest(provider: ProviderConfig, request: UpstreamChatRequest): UpstreamHttpRequest {
+export function buildAnthropicRequest(
+  provider: ProviderConfig,
+  request: UpstreamChatRequest,
+): UpstreamHttpRequest {
   const { params } = request;
   const warnings: string[] = [];
   const prompt = convertToAnthropicMessages(request.messages);
@@ -29,7 +32,8 @@ export function buildAnthropicRequest(provider: ProviderConfig, request: Upstrea
   if (params.stop !== undefined) body.stop_sequences = params.stop;
   if (params.user !== undefined) body.metadata = { user_id: params.user };
   if (params.presence_penalty !== undefined) warnings.push('presence_penalty is not supported by Anthropic');
-  if (params.frequency_penalty !== undefined) warnings.push('frequency_penalty is not supported by Anthropic');
+  if (params.frequency_penalty !== undefined)
+    warnings.push('frequency_penalty is not supported by Anthropic');
   if (params.seed !== undefined) warnings.push('seed is not supported by Anthropic');
   const built: UpstreamHttpRequest = {
     url: joinUrl(provider.baseUrl, '/v1/messages'),

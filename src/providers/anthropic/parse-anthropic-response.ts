@@ -13,7 +13,8 @@ import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
  */
 export function parseAnthropicResponse(provider: ProviderConfig, response: UpstreamHttpResponse): ChatResult {
   const body = readSuccessBody(response, anthropicErrorReader, { secret: provider.apiKey });
-  if (!Array.isArray(body.content)) throw badResponse('upstream answer has no content array', response.status);
+  if (!Array.isArray(body.content))
+    throw badResponse('upstream answer has no content array', response.status);
   const text = body.content
     .map((block: unknown) =>
       isRecord(block) && block.type === 'text' && typeof block.text === 'string' ? block.text : '',

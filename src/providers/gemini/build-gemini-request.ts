@@ -10,7 +10,10 @@ import { convertToGeminiContents } from './convert-to-gemini-contents.js';
  * @see https://ai.google.dev/api/generate-content#method:-models.generatecontent
  * @see https://ai.google.dev/api/generate-content#generationconfig
  */
-export function buildGeminiRequest(provider: ProviderConfig, request: UpstreamChatRequest): UpstreamHttpRequest {
+export function buildGeminiRequest(
+  provider: ProviderConfig,
+  request: UpstreamChatRequest,
+): UpstreamHttpRequest {
   const { params } = request;
   const warnings: string[] = [];
   const prompt = convertToGeminiContents(request.messages);

@@ -28,7 +28,12 @@ export function parseGeminiResponse(provider: ProviderConfig, response: Upstream
     throw badResponse('upstream answer has no candidates', response.status);
   }
   if (!isRecord(candidate)) throw badResponse('upstream candidates[0] is not an object', response.status);
-  return { text: readCandidateText(candidate.content), finishReason: mapGeminiFinishReason(candidate.finishReason), usage, model };
+  return {
+    text: readCandidateText(candidate.content),
+    finishReason: mapGeminiFinishReason(candidate.finishReason),
+    usage,
+    model,
+  };
 }
 
 function readCandidateText(content: unknown): string {

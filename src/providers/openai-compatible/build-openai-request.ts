@@ -11,7 +11,10 @@ import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '.
  * @see https://console.groq.com/docs/api-reference#chat-create
  * @see https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
  */
-export function buildOpenAIRequest(provider: ProviderConfig, request: UpstreamChatRequest): UpstreamHttpRequest {
+export function buildOpenAIRequest(
+  provider: ProviderConfig,
+  request: UpstreamChatRequest,
+): UpstreamHttpRequest {
   const { params } = request;
   const body: Record<string, unknown> = {
     model: request.model,

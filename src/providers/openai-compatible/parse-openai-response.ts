@@ -31,7 +31,9 @@ function readOpenAIContent(content: unknown, status: number): string {
   if (content === null || content === undefined) return '';
   if (Array.isArray(content)) {
     return content
-      .map((part: unknown) => (isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : ''))
+      .map((part: unknown) =>
+        isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '',
+      )
       .join('');
   }
   throw badResponse('upstream choices[0].message.content is neither text nor parts', status);

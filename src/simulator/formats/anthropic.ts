@@ -67,7 +67,9 @@ function parse(body: unknown): Conversation | string {
       }`;
     }
     const text = textOfParts(message.content);
-    if (text === null) return `messages.${i}.content: must be a string or an array of {type: "text", text} blocks`;
+    if (text === null) {
+      return `messages.${i}.content: must be a string or an array of {type: "text", text} blocks`;
+    }
     messageTexts.push(text);
     if (message.role === 'user') lastUserText = text;
   }

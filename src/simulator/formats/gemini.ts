@@ -50,7 +50,9 @@ function textOfContent(content: unknown): string | null {
 function parse(body: unknown, model: string): Conversation | string {
   if (!isRecord(body)) return 'Invalid JSON payload received. The request body must be a JSON object.';
   const { contents } = body;
-  if (!Array.isArray(contents) || contents.length === 0) return '* GenerateContentRequest.contents: contents is not specified';
+  if (!Array.isArray(contents) || contents.length === 0) {
+    return '* GenerateContentRequest.contents: contents is not specified';
+  }
   const messageTexts: string[] = [];
   if (body.systemInstruction !== undefined) {
     const system = textOfContent(body.systemInstruction);
@@ -63,7 +65,9 @@ function parse(body: unknown, model: string): Conversation | string {
       return `* GenerateContentRequest.contents[${i}].role: must be 'user' or 'model'`;
     }
     const text = textOfContent(content);
-    if (text === null) return `* GenerateContentRequest.contents[${i}].parts: must be a non-empty array of {text}`;
+    if (text === null) {
+      return `* GenerateContentRequest.contents[${i}].parts: must be a non-empty array of {text}`;
+    }
     messageTexts.push(text);
     if (content.role === 'user') lastUserText = text;
   }
@@ -124,7 +128,11 @@ export const geminiFormat: FormatAdapter = {
   success(_slug, conv, reply, usage) {
     return {
       candidates: [
-        { content: { parts: [{ text: reply.text }], role: 'model' }, finishReason: finishReason(reply.finish), index: 0 },
+        {
+          content: { parts: [{ text: reply.text }], role: 'model' },
+          finishReason: finishReason(reply.finish),
+          index: 0,
+        },
       ],
       ...(usage === null ? {} : { usageMetadata: usageMetadata(usage.promptTokens, usage.completionTokens) }),
       modelVersion: conv.model,

@@ -57,7 +57,9 @@ function parse(body: unknown): Conversation | string {
   let stops: string[] = [];
   if (typeof body.stop === 'string') stops = [body.stop];
   else if (isStringArray(body.stop)) stops = body.stop;
-  else if (body.stop !== undefined && body.stop !== null) return "'stop' must be a string or an array of strings.";
+  else if (body.stop !== undefined && body.stop !== null) {
+    return "'stop' must be a string or an array of strings.";
+  }
   const cap = isPositiveInt(body.max_completion_tokens)
     ? body.max_completion_tokens
     : isPositiveInt(body.max_tokens)

@@ -1,0 +1,190 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { type ControlTarget, handleControl } from './control.js';
+import { anthropicFormat } from './formats/anthropic.js';
+import { geminiFormat } from './formats/gemini.js';
+import { openaiFormat } from './formats/openai.js';
+import type { Conversation, FormatAdapter, HttpReply, Usage } from './formats/shared.js';
+import { parseJson, plainHeaders, readBody, sendJson, sendRaw } from './http.js';
+import { composeReply, promptTokens } from './reply.js';
+import type { SimFault, SimRequest } from './types.js';
+
+export const FORMATS: readonly FormatAdapter[] = [openaiFormat, anthropicFormat, geminiFormat];
+
+/** The simulator state the HTTP layer reads and records into. */
+export interface SimCore extends ControlTarget {
+  takeFault(slug: string): SimFault | null;
+  latencyMs(): number;
+  record(slug: string, request: SimRequest): void;
+}
+
+export interface SimServer {
+  server: Server;
+  /** Stops listening, cancels pending delays, destroys every open socket (hung requests included). */
+  shutdown(): Promise<void>;
+}
+
+/** `/openai/deepseek/v1/chat/completions` → the format, the slug and `/v1/chat/completions`. */
+function route(pathname: string): { adapter: FormatAdapter; slug: string; subpath: string } | null {
+  const match = /^(\/[^/]+)\/([^/]+)(\/.*)?$/.exec(pathname);
+  if (!match) return null;
+  const adapter = FORMATS.find((f) => f.prefix === match[1]);
+  if (!adapter) return null;
+  let slug = match[2] as string;
+  try {
+    slug = decodeURIComponent(slug);
+  } catch {
+    // keep the raw segment
+  }
+  return { adapter, slug, subpath: match[3] ?? '' };
+}
+
+export function createSimServer(core: SimCore): SimServer {
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  let closing = false;
+
+  function delay(ms: number): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        resolve();
+      }, ms);
+      timers.add(timer);
+    });
+  }
+
+  function send(res: ServerResponse, reply: HttpReply): void {
+    sendJson(res, reply.status, reply.body, reply.headers);
+  }
+
+  /** 200 headers promising more than is sent, part of a JSON body, then the socket is destroyed. */
+  function resetConnection(res: ServerResponse): void {
+    const partial =
+      '{"id":"sim-reset","object":"chat.completion","choices":[{"index":0,"message":{"content":"Simul';
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '4096' });
+    res.write(partial, () => {
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        res.socket?.destroy();
+      }, 5);
+      timers.add(timer);
+    });
+  }
+
+  async function answer(
+    res: ServerResponse,
+    adapter: FormatAdapter,
+    slug: string,
+    conv: Conversation,
+    fault: SimFault | null,
+  ): Promise<void> {
+    const reply = composeReply(slug, conv.lastUserText, conv.cap, conv.stops);
+    let usage: Usage | null = {
+      promptTokens: promptTokens(conv.messageTexts),
+      completionTokens: reply.completionTokens,
+    };
+    if (fault?.kind === 'usage') {
+      usage = { promptTokens: fault.promptTokens, completionTokens: fault.completionTokens };
+    } else if (fault?.kind === 'no_usage') {
+      usage = null;
+    }
+    await delay(core.latencyMs() + (fault?.kind === 'slow' ? fault.delayMs : 0));
+    if (fault?.kind === 'no_choices' && usage) {
+      sendJson(res, 200, adapter.noChoices(slug, conv, usage));
+      return;
+    }
+    sendJson(res, 200, adapter.success(slug, conv, reply, usage));
+  }
+
+  async function handleUpstream(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    target: { adapter: FormatAdapter; slug: string; subpath: string },
+  ): Promise<void> {
+    const { adapter, slug, subpath } = target;
+    const result = await readBody(req);
+    const headers = plainHeaders(req);
+    const body = result.tooLarge ? null : parseJson(result.raw);
+    core.record(slug, { path: url.pathname, headers, body });
+    if (result.tooLarge) return send(res, adapter.error(413, 'Request body is larger than 8 MiB.'));
+    const endpoint = adapter.matchEndpoint(subpath);
+    if (!endpoint) return send(res, adapter.error(404, `Unknown path ${url.pathname}`));
+    if (req.method !== 'POST') {
+      const reply = adapter.error(405, `Method ${req.method ?? ''} not allowed; use POST.`);
+      return send(res, { ...reply, headers: { allow: 'POST' } });
+    }
+    const denied = adapter.authenticate({
+      subpath,
+      method: req.method,
+      headers,
+      query: url.searchParams,
+      body,
+    });
+    if (denied) return send(res, denied);
+    const conv = adapter.parse(body, endpoint.model);
+    if (typeof conv === 'string') return send(res, adapter.error(400, conv));
+
+    const fault = core.takeFault(slug);
+    switch (fault?.kind) {
+      case 'hang':
+        return; // never answered; close() destroys the socket
+      case 'reset':
+        return resetConnection(res);
+      case 'status': {
+        const reply = adapter.error(
+          fault.status,
+          fault.message ?? `Simulated upstream error ${fault.status}.`,
+        );
+        const headers: Record<string, string> = {};
+        if (fault.retryAfter !== undefined) headers['retry-after'] = String(fault.retryAfter);
+        return send(res, { ...reply, headers });
+      }
+      case 'garbage':
+        return sendRaw(res, 200, '<html>oops</html>');
+      case 'null':
+        return sendRaw(res, 200, 'null');
+      default:
+        return answer(res, adapter, slug, conv, fault);
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://simulator.invalid');
+    if (url.pathname.startsWith('/__sim/')) return handleControl(core, req, res, url);
+    const target = route(url.pathname);
+    if (target) return handleUpstream(req, res, url, target);
+    req.resume();
+    sendJson(res, 404, { error: { message: `Unknown path ${url.pathname}`, type: 'not_found' } });
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (closing) return;
+      const message = err instanceof Error ? err.message : String(err);
+      sendJson(res, 500, { error: { message: `simulator failure: ${message}`, type: 'server_error' } });
+    });
+  });
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+
+  let closed: Promise<void> | undefined;
+  function shutdown(): Promise<void> {
+    closing = true;
+    closed ??= new Promise<void>((resolve) => {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+      server.close(() => resolve());
+      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
+      sockets.clear();
+    });
+    return closed;
+  }
+
+  return { server, shutdown };
+}
