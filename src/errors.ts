@@ -17,6 +17,8 @@ export const ERROR_CODES = {
   not_found: { status: 404, type: 'invalid_request_error' },
   model_not_found: { status: 404, type: 'invalid_request_error' },
   method_not_allowed: { status: 405, type: 'invalid_request_error' },
+  idempotency_in_progress: { status: 409, type: 'invalid_request_error' },
+  idempotency_key_reused: { status: 422, type: 'invalid_request_error' },
   request_too_large: { status: 413, type: 'invalid_request_error' },
   unsupported_media_type: { status: 415, type: 'invalid_request_error' },
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
@@ -35,8 +37,24 @@ export interface GatewayErrorOptions {
   retryAfterSeconds?: number;
   /** The request parameter the error is about, as OpenAI's `error.param`. */
   param?: string;
+  /** Whether retrying the same request may succeed (`x-should-retry`); by default from the code. */
+  shouldRetry?: boolean;
   cause?: unknown;
 }
+
+/**
+ * Codes for which a retry of the same request may succeed. openai-node retries 408/409/429/5xx unless
+ * the response says `x-should-retry: false`, so every error response carries the header explicitly.
+ */
+const RETRYABLE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  'idempotency_in_progress',
+  'rate_limit_exceeded',
+  'provider_error',
+  'provider_unavailable',
+  'no_provider_available',
+  'service_unavailable',
+  'provider_timeout',
+]);
 
 export class GatewayError extends Error {
   readonly code: ErrorCode;
@@ -44,6 +62,7 @@ export class GatewayError extends Error {
   readonly type: string;
   readonly retryAfterSeconds: number | undefined;
   readonly param: string | undefined;
+  readonly shouldRetry: boolean;
 
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -53,6 +72,7 @@ export class GatewayError extends Error {
     this.type = ERROR_CODES[code].type;
     this.retryAfterSeconds = options.retryAfterSeconds;
     this.param = options.param;
+    this.shouldRetry = options.shouldRetry ?? RETRYABLE_CODES.has(code);
   }
 }
 

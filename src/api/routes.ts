@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AuthContext, Authenticator } from '../auth/authenticate.js';
 import type { Config } from '../config/index.js';
@@ -5,12 +6,18 @@ import { GatewayError } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { newCompletionId } from '../gateway/ids.js';
 import { chatCompletionBody } from './chat-completion-body.js';
+import type { InFlight } from './in-flight.js';
+import type { KeyLimiter } from './key-limits.js';
 import { validateChatRequest } from './validate-chat-request.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     auth: AuthContext | undefined;
     startedAt: number;
+    /** Ends this request's in-flight slots (process and key); safe to call more than once. */
+    finish: () => void;
+    /** Called by a handler that takes over ending the slots (after its upstream call is settled). */
+    enterHandler: () => void;
   }
 }
 
@@ -18,53 +25,97 @@ export interface ApiDeps {
   config: Config;
   authenticator: Authenticator;
   gateway: Gateway;
+  inFlight: InFlight;
+  keyLimiter: KeyLimiter;
 }
+
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 function requireAuth(request: FastifyRequest): AuthContext {
   if (!request.auth) throw new Error('route reached without authentication');
   return request.auth;
 }
 
+function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string } | undefined {
+  const header = request.headers['idempotency-key'];
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+    throw new GatewayError(
+      'invalid_request',
+      'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.',
+      { param: 'Idempotency-Key' },
+    );
+  }
+  // The parsed body re-serialised: the same request body always gives the same hash.
+  const bodyHash = createHash('sha256').update(JSON.stringify(request.body)).digest('hex');
+  return { key: header, bodyHash };
+}
+
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   app.decorateRequest('auth', undefined);
   app.decorateRequest('startedAt', 0);
+  app.decorateRequest('finish', () => {});
+  app.decorateRequest('enterHandler', () => {});
 
-  // A process-wide cap on requests in flight: past it, shed at once with 503 instead of queueing.
-  let inFlight = 0;
   app.addHook('onRequest', async (request, reply) => {
     request.startedAt = Date.now();
-    if (inFlight >= deps.config.maxConcurrentRequests) {
+    // A process-wide cap on requests in flight: past it, shed at once instead of queueing.
+    const leaveProcess = deps.inFlight.tryEnter();
+    if (!leaveProcess) {
       throw new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
         retryAfterSeconds: 1,
       });
     }
-    inFlight++;
-    reply.raw.once('close', () => {
-      inFlight--;
+    let leaveKey: () => void = () => {};
+    request.finish = () => {
+      leaveKey();
+      leaveProcess();
+    };
+    // Ends the slots when the exchange ends without reaching the handler (errors, aborted uploads);
+    // a request in the handler ends them itself, once its upstream call is settled.
+    let inHandler = false;
+    request.raw.once('close', () => {
+      if (!inHandler) request.finish();
     });
+    reply.raw.once('close', () => {
+      if (!inHandler) request.finish();
+    });
+    request.enterHandler = () => {
+      inHandler = true;
+    };
+
     // Auth runs before the body is read or parsed (DESIGN.md precedence: 401 before 400/413/415).
     request.auth = await deps.authenticator.authenticate(request.headers.authorization);
+    leaveKey = deps.keyLimiter.admit(request.auth.keyId);
   });
 
   app.post('/chat/completions', async (request, reply) => {
-    const auth = requireAuth(request);
-    const chatRequest = validateChatRequest(request.body, deps.config);
-    let clientGone = false;
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) clientGone = true;
-    });
-    const completion = await deps.gateway.complete(
-      {
-        requestId: newCompletionId(),
-        accountId: auth.accountId,
-        keyId: auth.keyId,
-        startedAt: request.startedAt,
-        clientGone: () => clientGone,
-      },
-      chatRequest,
-    );
-    return reply.code(200).send(chatCompletionBody(completion));
+    request.enterHandler();
+    try {
+      const auth = requireAuth(request);
+      const chatRequest = validateChatRequest(request.body, deps.config);
+      const idempotency = idempotencyOf(request);
+      let clientGone = false;
+      reply.raw.once('close', () => {
+        if (!reply.raw.writableFinished) clientGone = true;
+      });
+      const completion = await deps.gateway.complete(
+        {
+          requestId: newCompletionId(),
+          accountId: auth.accountId,
+          keyId: auth.keyId,
+          startedAt: request.startedAt,
+          clientGone: () => clientGone,
+          ...(idempotency ? { idempotency } : {}),
+        },
+        chatRequest,
+      );
+      if (completion.replayed) reply.header('idempotent-replayed', 'true');
+      return reply.code(200).send(chatCompletionBody(completion));
+    } finally {
+      request.finish();
+    }
   });
 
   app.route({

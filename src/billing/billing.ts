@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { GatewayError } from '../errors.js';
 import type { ProviderConfig } from '../providers/types.js';
-import type { Store, UsageRecord } from '../store/types.js';
+import type { SettleInput, Store, UsageRecord } from '../store/types.js';
 import { callCostBound, capWithinHold, fullHoldFor, type HoldPlanInput } from './estimate.js';
 import { formatNano, maxTokensFor, tokenCost } from './money.js';
 
@@ -76,8 +76,14 @@ export class Billing {
   }
 
   /** Charges the actual cost and returns the rest of the hold, writing the usage row (one transaction). */
-  settle(hold: Hold, costNano: number, usage: UsageRecord) {
-    return this.store.settle({ holdId: hold.holdId, accountId: hold.accountId, costNano, usage });
+  settle(hold: Hold, costNano: number, usage: UsageRecord, idempotency?: SettleInput['idempotency']) {
+    return this.store.settle({
+      holdId: hold.holdId,
+      accountId: hold.accountId,
+      costNano,
+      usage,
+      ...(idempotency ? { idempotency } : {}),
+    });
   }
 
   /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */

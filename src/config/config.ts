@@ -2,6 +2,17 @@ import type { ProviderConfig, ProviderName } from '../providers/types.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
+export interface CircuitConfig {
+  /** Outcomes older than this are forgotten. */
+  windowMs: number;
+  /** Fewest outcomes in the window before the failure rate can open the circuit. */
+  minRequests: number;
+  /** Failure rate (0–1] at or above which the circuit opens. */
+  failureRate: number;
+  /** How long an open circuit sheds traffic before one probe is let through. */
+  coolDownMs: number;
+}
+
 /** The one validated, typed, frozen configuration object. Only `src/config/` reads the environment. */
 export interface Config {
   readonly port: number;
@@ -29,5 +40,13 @@ export interface Config {
   readonly keyCacheTtlMs: number;
   /** Most requests in flight in this process before new ones are refused with 503. */
   readonly maxConcurrentRequests: number;
+  /** Requests per minute one API key may start; 0 = no limit. */
+  readonly keyRateLimitRpm: number;
+  /** Requests one API key may have in flight at once; 0 = no limit. */
+  readonly keyMaxConcurrent: number;
+  /** Circuit breaker per provider (see docs/operations.md). */
+  readonly circuit: Readonly<CircuitConfig>;
+  /** On SIGTERM, how long in-flight requests may take to finish before connections are cut. */
+  readonly shutdownDrainMs: number;
   readonly providers: Readonly<Record<ProviderName, Readonly<ProviderConfig>>>;
 }

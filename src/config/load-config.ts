@@ -163,6 +163,7 @@ function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
       defaultMaxTokens: r.int(`${p}MAX_TOKENS`, entry.defaultMaxTokens, 1, 1_000_000),
       enabled: r.bool(`${p}ENABLED`, true),
       timeoutMs: r.int(`${p}TIMEOUT_MS`, 60_000, 100, 3_600_000),
+      connectTimeoutMs: r.int(`${p}CONNECT_TIMEOUT_MS`, 5_000, 50, 600_000),
       inAutoRotation: entry.inAutoRotation,
     });
   }
@@ -210,6 +211,15 @@ export function loadConfig(
     minCompletionTokens: r.int('MIN_COMPLETION_TOKENS', 16, 1, 1_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_MS', 1000, 0, 1000),
     maxConcurrentRequests: r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000),
+    keyRateLimitRpm: r.int('KEY_RATE_LIMIT_RPM', 0, 0, 10_000_000),
+    keyMaxConcurrent: r.int('KEY_MAX_CONCURRENT', 0, 0, 1_000_000),
+    circuit: Object.freeze({
+      windowMs: r.int('CIRCUIT_WINDOW_MS', 30_000, 1_000, 3_600_000),
+      minRequests: r.int('CIRCUIT_MIN_REQUESTS', 5, 1, 10_000),
+      failureRate: r.int('CIRCUIT_FAILURE_PERCENT', 50, 1, 100) / 100,
+      coolDownMs: r.int('CIRCUIT_COOLDOWN_MS', 15_000, 100, 3_600_000),
+    }),
+    shutdownDrainMs: r.int('SHUTDOWN_DRAIN_MS', 30_000, 0, 3_600_000),
     providers: Object.freeze(readProviders(r)),
   };
   if (problems.length > 0) throw new ConfigError(problems);

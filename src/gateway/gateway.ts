@@ -15,7 +15,7 @@ import { UpstreamError } from '../providers/types.js';
 import type { ProviderRegistry } from '../routing/registry.js';
 import { resolveRoute } from '../routing/resolve-route.js';
 import type { RotationCounter } from '../routing/rotation.js';
-import type { UsageRecord } from '../store/types.js';
+import type { Store, UsageRecord } from '../store/types.js';
 import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
 import type { ChatCompletion, ChatRequest, RequestContext } from './types.js';
 import { toGatewayError } from './upstream-failure.js';
@@ -28,8 +28,12 @@ export interface UpstreamSender {
   ): Promise<UpstreamHttpResponse>;
 }
 
+/** How long an idempotency key's answer is kept (and a different body refused). */
+export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
 export interface GatewayDeps {
   config: Config;
+  idempotency: Pick<Store, 'beginIdempotent' | 'abandonIdempotent'>;
   billing: Billing;
   registry: ProviderRegistry;
   rotation: RotationCounter;
@@ -61,7 +65,51 @@ export class Gateway {
     this.now = deps.now ?? Date.now;
   }
 
+  /**
+   * Serves one request. With an idempotency key, a repeat of an answered request returns the stored
+   * answer (no upstream call, no charge); the answer is stored in the settle transaction itself.
+   */
   async complete(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
+    const idem = ctx.idempotency;
+    if (!idem) return this.serve(ctx, req);
+    const now = this.now();
+    const begun = await this.deps.idempotency.beginIdempotent({
+      accountId: ctx.accountId,
+      key: idem.key,
+      bodyHash: idem.bodyHash,
+      requestId: ctx.requestId,
+      now,
+      lockedUntil: ctx.startedAt + this.deps.config.requestTimeoutMs + this.deps.config.holdGraceMs,
+      expiresAt: now + IDEMPOTENCY_TTL_MS,
+    });
+    switch (begun.kind) {
+      case 'replay':
+        return { ...(JSON.parse(begun.responseJson) as ChatCompletion), replayed: true };
+      case 'in_progress':
+        throw new GatewayError(
+          'idempotency_in_progress',
+          'A request with this Idempotency-Key is still being served; retry shortly to get its answer.',
+          { retryAfterSeconds: 1 },
+        );
+      case 'mismatch':
+        throw new GatewayError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was already used with a different request body; use a new key for a new request.',
+          { param: 'Idempotency-Key' },
+        );
+      case 'started':
+        break;
+    }
+    try {
+      return await this.serve(ctx, req);
+    } catch (err) {
+      // Nothing was charged: free the key so a retry is served afresh.
+      await this.deps.idempotency.abandonIdempotent(ctx.accountId, idem.key, ctx.requestId);
+      throw err;
+    }
+  }
+
+  private async serve(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
     const { config, billing, registry, rotation } = this.deps;
     const route = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
     const plan: HoldPlanInput = {
@@ -157,8 +205,14 @@ export class Gateway {
           registry.health.releaseProbe(provider.name);
           throw err;
         }
-        if (err.retryable || err.kind === 'auth') registry.health.recordFailure(provider.name);
-        else registry.health.releaseProbe(provider.name);
+        if (err.retryable || err.kind === 'auth') {
+          registry.health.recordFailure(
+            provider.name,
+            err.kind === 'rate_limited' && err.retryAfterMs !== undefined
+              ? { retryAfterMs: err.retryAfterMs }
+              : {},
+          );
+        } else registry.health.releaseProbe(provider.name);
         logger.warn(
           { provider: provider.name, kind: err.kind, status: err.status, retryable: err.retryable },
           'upstream call failed',
@@ -183,27 +237,7 @@ export class Gateway {
     const cost = callCost(provider, promptTokens, completionTokens);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;
-    const settled = await this.deps.billing.settle(hold, cost.inputNano + cost.outputNano, {
-      ...this.baseUsage(ctx),
-      provider: provider.name,
-      model,
-      promptTokens,
-      completionTokens,
-      usageEstimated: estimated,
-      inputCostNano: cost.inputNano,
-      outputCostNano: cost.outputNano,
-      status: 'ok',
-      errorCode: null,
-      httpStatus: 200,
-      durationMs,
-    });
-    if (settled.shortfallNano > 0) {
-      this.deps.logger.warn(
-        { requestId: ctx.requestId, provider: provider.name, shortfallNano: settled.shortfallNano },
-        'actual cost exceeded hold and balance; shortfall recorded',
-      );
-    }
-    return {
+    const completion: ChatCompletion = {
       id: ctx.requestId,
       created: Math.floor(ctx.startedAt / 1000),
       model,
@@ -215,9 +249,39 @@ export class Gateway {
       usageEstimated: estimated,
       inputCostNano: cost.inputNano,
       outputCostNano: cost.outputNano,
-      balanceNano: settled.balanceNano,
+      balanceNano: 0,
       durationMs,
     };
+    const idempotency = ctx.idempotency && {
+      key: ctx.idempotency.key,
+      render: (balanceNano: number) => JSON.stringify({ ...completion, balanceNano }),
+    };
+    const settled = await this.deps.billing.settle(
+      hold,
+      cost.inputNano + cost.outputNano,
+      {
+        ...this.baseUsage(ctx),
+        provider: provider.name,
+        model,
+        promptTokens,
+        completionTokens,
+        usageEstimated: estimated,
+        inputCostNano: cost.inputNano,
+        outputCostNano: cost.outputNano,
+        status: 'ok',
+        errorCode: null,
+        httpStatus: 200,
+        durationMs,
+      },
+      idempotency,
+    );
+    if (settled.shortfallNano > 0) {
+      this.deps.logger.warn(
+        { requestId: ctx.requestId, provider: provider.name, shortfallNano: settled.shortfallNano },
+        'actual cost exceeded hold and balance; shortfall recorded',
+      );
+    }
+    return { ...completion, balanceNano: settled.balanceNano };
   }
 
   private async recordRefusal(ctx: RequestContext, provider: ProviderConfig | undefined, err: GatewayError) {

@@ -27,6 +27,8 @@ export interface ChatCompletion {
   /** Available balance after the settle. */
   balanceNano: number;
   durationMs: number;
+  /** True when this is the stored answer of an earlier request with the same idempotency key. */
+  replayed?: boolean;
 }
 
 /** Facts about the request the pipeline needs from its caller. */
@@ -38,4 +40,6 @@ export interface RequestContext {
   startedAt: number;
   /** Whether the client has disconnected (checked when the usage row is written). */
   clientGone: () => boolean;
+  /** The caller's `Idempotency-Key` and a hash of the request body, when the header was sent. */
+  idempotency?: { key: string; bodyHash: string };
 }

@@ -22,7 +22,8 @@ export function toGatewayError(provider: ProviderName, err: UpstreamError): Gate
     case 'auth':
       return new GatewayError(
         'provider_error',
-        `Provider "${provider}" refused the gateway's credentials; the operator needs to check its configuration.`,
+        `Provider "${provider}" is misconfigured (it refused the gateway's credentials, model or address); the operator needs to check its configuration.`,
+        { shouldRetry: false },
       );
     case 'connect':
       return new GatewayError('provider_error', `Provider "${provider}" could not be reached.`);

@@ -61,12 +61,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (gatewayError.retryAfterSeconds !== undefined) {
       reply.header('retry-after', String(gatewayError.retryAfterSeconds));
     }
+    reply.header('x-should-retry', String(gatewayError.shouldRetry));
     return reply.code(gatewayError.status).type('application/json').send(errorBody(gatewayError));
   });
 
   app.setNotFoundHandler((request, reply) => {
     const err = new GatewayError('not_found', `No route for ${request.method} ${request.url.split('?')[0]}.`);
-    return reply.code(404).type('application/json').send(errorBody(err));
+    return reply.code(404).header('x-should-retry', 'false').type('application/json').send(errorBody(err));
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));

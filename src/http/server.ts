@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
+import { InFlight } from '../api/in-flight.js';
+import { KeyLimiter } from '../api/key-limits.js';
 import { Authenticator } from '../auth/authenticate.js';
 import { KeyCache } from '../auth/key-cache.js';
 import { Billing } from '../billing/billing.js';
@@ -79,13 +81,19 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     logger.warn('REDIS_URL is set, but shared state over Redis is not part of this version; it is ignored');
   }
 
-  const health = new ProviderHealthTracker();
+  const health = new ProviderHealthTracker(config.circuit, now, (provider, from, to, detail) => {
+    logger.warn(
+      { provider, from, to, ...detail },
+      `circuit ${to === 'open' ? 'opened' : to} for ${provider}`,
+    );
+  });
   const registry = new ProviderRegistry(config, health);
   const authenticator = new Authenticator(store, new KeyCache(config.keyCacheTtlMs), now);
   const upstream = options.upstream ?? createUpstreamClient();
   const billing = new Billing(store, instanceId, now);
   const gateway = new Gateway({
     config,
+    idempotency: store,
     billing,
     registry,
     rotation: new LocalRotationCounter(),
@@ -95,8 +103,11 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     now,
   });
 
+  const inFlight = new InFlight(config.maxConcurrentRequests);
   const app = buildApp({
     config,
+    inFlight,
+    keyLimiter: new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now),
     authenticator,
     gateway,
     logger,
@@ -108,7 +119,14 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         database = 'unreachable';
       }
       const activeProviders = registry.all().filter((s) => s.active).length;
-      return { ok: database === 'ok' && activeProviders > 0, detail: { database, activeProviders } };
+      return {
+        ok: database === 'ok' && activeProviders > 0,
+        detail: {
+          database,
+          activeProviders,
+          circuits: health.snapshot().filter((c) => c.circuit !== 'closed'),
+        },
+      };
     },
   });
 
@@ -117,6 +135,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       .releaseHolds({ kind: 'expired', now: now() })
       .then((n: number) => {
         if (n > 0) logger.warn({ released: n }, 'released expired holds');
+        return store.purgeIdempotency(now());
       })
       .catch((err: unknown) => logger.error({ err }, 'hold sweep failed'));
   }, config.holdSweepIntervalMs);
@@ -138,12 +157,40 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       server.url = url;
       return url;
     },
+    /**
+     * Graceful stop: no new connections; requests in flight finish and settle (bounded by
+     * SHUTDOWN_DRAIN_MS, after which connections are cut — calls still running then are settled if
+     * they finish before the store closes, else their holds are released at the next start).
+     */
     async close() {
       clearInterval(sweeper);
-      await app.close();
+      const drainEnds = now() + config.shutdownDrainMs;
+      const closed = app.close();
+      if (!(await settlesWithin(closed, config.shutdownDrainMs))) {
+        logger.warn({ inFlight: inFlight.size }, 'drain deadline passed: closing open connections');
+        app.server.closeAllConnections();
+      }
+      await closed;
+      // Handlers whose client left go on to settle their upstream call: wait for them too.
+      if (!(await settlesWithin(inFlight.idle(), Math.max(0, drainEnds - now())))) {
+        logger.warn({ inFlight: inFlight.size }, 'requests still unsettled at shutdown; their holds expire');
+      }
       await upstream.close?.();
       if (!options.store) await store.close();
     },
   };
   return server;
+}
+
+/** Whether `promise` settles within `ms` (it keeps running either way). */
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  try {
+    return await Promise.race([promise.then(() => true as const), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

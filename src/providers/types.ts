@@ -99,7 +99,10 @@ export interface ProviderConfig {
   /** Completion cap used when the caller does not send `max_tokens`. */
   defaultMaxTokens: number;
   enabled: boolean;
+  /** Deadline of one upstream call (connect, request, whole answer). */
   timeoutMs: number;
+  /** Time allowed to open the connection to the upstream. */
+  connectTimeoutMs: number;
   inAutoRotation: boolean;
 }
 

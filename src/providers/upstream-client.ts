@@ -20,6 +20,8 @@ export interface SendOptions {
   timeoutMs: number;
   /** Aborts the call early (e.g. the gateway's overall deadline). */
   signal?: AbortSignal;
+  /** Time allowed to open the connection; the client's default when absent. */
+  connectTimeoutMs?: number;
 }
 
 export interface UpstreamClient {
@@ -69,11 +71,21 @@ const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT'
  */
 export function createUpstreamClient(options: CreateUpstreamClientOptions = {}): UpstreamClient {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
-  const agent = new Agent({
-    connect: { timeout: options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS },
-    keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-    ...(options.connections === undefined ? {} : { connections: options.connections }),
-  });
+  const defaultConnectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
+  // undici sets the connect timeout per Agent: one pooled Agent per distinct value (a handful at most).
+  const agents = new Map<number, Agent>();
+  const agentFor = (connectTimeoutMs: number): Agent => {
+    let agent = agents.get(connectTimeoutMs);
+    if (!agent) {
+      agent = new Agent({
+        connect: { timeout: connectTimeoutMs },
+        keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+        ...(options.connections === undefined ? {} : { connections: options.connections }),
+      });
+      agents.set(connectTimeoutMs, agent);
+    }
+    return agent;
+  };
 
   async function send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse> {
     const host = hostOf(req.url);
@@ -82,7 +94,7 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
     try {
       signal.throwIfAborted();
       const response = await request(req.url, {
-        dispatcher: agent,
+        dispatcher: agentFor(opts.connectTimeoutMs ?? defaultConnectTimeoutMs),
         method: 'POST',
         headers: req.headers,
         body: req.body,
@@ -121,7 +133,9 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
 
   return {
     send,
-    close: () => agent.close(),
+    close: async () => {
+      await Promise.all([...agents.values()].map((agent) => agent.close()));
+    },
   };
 }
 

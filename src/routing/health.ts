@@ -1,37 +1,62 @@
+import type { CircuitConfig } from '../config/config.js';
 import type { ProviderName } from '../providers/types.js';
 
 export type CircuitState = 'closed' | 'open' | 'half_open';
 
-export interface HealthOptions {
-  /** Consecutive failures that open the circuit. */
-  failureThreshold: number;
-  /** How long an open circuit sheds traffic before one probe is let through. */
-  coolDownMs: number;
-}
+/** Longest an upstream's Retry-After may keep its circuit open. */
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
+/** Outcomes kept per provider (the window is also bounded by time). */
+const MAX_OUTCOMES = 1000;
 
 interface ProviderHealth {
-  consecutiveFailures: number;
-  openedAt: number | undefined;
+  /** Outcomes in the window, oldest first: true = success. */
+  outcomes: { at: number; ok: boolean }[];
+  /** While set and in the future, the circuit is open; once passed, half-open. */
+  openUntil: number | undefined;
   probeInFlight: boolean;
 }
 
+export type CircuitListener = (
+  provider: ProviderName,
+  from: CircuitState,
+  to: CircuitState,
+  detail: { failures: number; outcomes: number; reason: string },
+) => void;
+
+export const DEFAULT_CIRCUIT: CircuitConfig = {
+  windowMs: 30_000,
+  minRequests: 5,
+  failureRate: 0.5,
+  coolDownMs: 15_000,
+};
+
 /**
- * Per-provider circuit breaker: `failureThreshold` consecutive retryable failures open the circuit;
- * after `coolDownMs` one probe request is allowed (half-open); its success closes the circuit, its
- * failure opens it again.
+ * Per-provider circuit breaker. Closed: every outcome is kept for `windowMs`; once the window holds at
+ * least `minRequests` outcomes and the share of failures reaches `failureRate`, the circuit opens. An
+ * upstream 429 with Retry-After opens it for that long. Open: the provider gets no traffic (routing
+ * skips it, explicit requests get 503 at once, before any hold). After `coolDownMs`, half-open: one
+ * probe request is let through; its success closes the circuit, its failure opens it again.
  */
 export class ProviderHealthTracker {
   private readonly state = new Map<ProviderName, ProviderHealth>();
 
   constructor(
-    private readonly options: HealthOptions = { failureThreshold: 5, coolDownMs: 30_000 },
+    private readonly options: CircuitConfig = DEFAULT_CIRCUIT,
     private readonly now: () => number = Date.now,
+    private readonly onChange: CircuitListener = () => {},
   ) {}
 
   circuit(name: ProviderName): CircuitState {
     const h = this.state.get(name);
-    if (!h || h.openedAt === undefined) return 'closed';
-    return this.now() - h.openedAt >= this.options.coolDownMs ? 'half_open' : 'open';
+    if (!h || h.openUntil === undefined) return 'closed';
+    return this.now() >= h.openUntil ? 'half_open' : 'open';
+  }
+
+  /** Milliseconds until an open circuit lets a probe through (0 when not open). */
+  retryAfterMs(name: ProviderName): number {
+    const h = this.state.get(name);
+    if (!h || h.openUntil === undefined) return 0;
+    return Math.max(0, h.openUntil - this.now());
   }
 
   /** Whether a request may be sent now (claims the single half-open probe slot when it applies). */
@@ -53,17 +78,44 @@ export class ProviderHealthTracker {
 
   recordSuccess(name: ProviderName): void {
     const h = this.entry(name);
-    h.consecutiveFailures = 0;
-    h.openedAt = undefined;
+    const before = this.circuit(name);
     h.probeInFlight = false;
+    if (before !== 'closed') {
+      h.openUntil = undefined;
+      h.outcomes = [];
+      this.onChange(name, before, 'closed', { failures: 0, outcomes: 0, reason: 'probe succeeded' });
+    }
+    this.push(h, true);
   }
 
-  recordFailure(name: ProviderName): void {
+  /** A failed upstream call; `retryAfterMs` (from a 429) keeps the circuit open at least that long. */
+  recordFailure(name: ProviderName, options: { retryAfterMs?: number } = {}): void {
     const h = this.entry(name);
-    h.consecutiveFailures += 1;
+    const before = this.circuit(name);
     const wasProbe = h.probeInFlight;
     h.probeInFlight = false;
-    if (wasProbe || h.consecutiveFailures >= this.options.failureThreshold) h.openedAt = this.now();
+    this.push(h, false);
+    const failures = h.outcomes.filter((o) => !o.ok).length;
+    const detail = { failures, outcomes: h.outcomes.length };
+    const now = this.now();
+    if (options.retryAfterMs !== undefined && options.retryAfterMs > 0) {
+      const until = now + Math.min(options.retryAfterMs, MAX_RETRY_AFTER_MS);
+      h.openUntil = Math.max(h.openUntil ?? 0, until);
+      if (before !== 'open')
+        this.onChange(name, before, 'open', { ...detail, reason: 'upstream asked to retry later' });
+      return;
+    }
+    if (wasProbe) {
+      h.openUntil = now + this.options.coolDownMs;
+      this.onChange(name, before, 'open', { ...detail, reason: 'probe failed' });
+      return;
+    }
+    if (before === 'closed' && detail.outcomes >= this.options.minRequests) {
+      if (failures / detail.outcomes >= this.options.failureRate) {
+        h.openUntil = now + this.options.coolDownMs;
+        this.onChange(name, 'closed', 'open', { ...detail, reason: 'failure rate over threshold' });
+      }
+    }
   }
 
   /** Ends a claimed probe without a verdict (e.g. the request failed for a non-upstream reason). */
@@ -71,10 +123,36 @@ export class ProviderHealthTracker {
     this.entry(name).probeInFlight = false;
   }
 
+  /** Circuit state of every provider seen so far, for /readyz and metrics. */
+  snapshot(): { provider: ProviderName; circuit: CircuitState; failures: number; outcomes: number }[] {
+    return [...this.state.entries()].map(([provider, h]) => {
+      this.prune(h);
+      return {
+        provider,
+        circuit: this.circuit(provider),
+        failures: h.outcomes.filter((o) => !o.ok).length,
+        outcomes: h.outcomes.length,
+      };
+    });
+  }
+
+  private push(h: ProviderHealth, ok: boolean): void {
+    h.outcomes.push({ at: this.now(), ok });
+    this.prune(h);
+  }
+
+  private prune(h: ProviderHealth): void {
+    const oldest = this.now() - this.options.windowMs;
+    let drop = 0;
+    while (drop < h.outcomes.length && (h.outcomes[drop]?.at ?? 0) < oldest) drop++;
+    if (h.outcomes.length - drop > MAX_OUTCOMES) drop = h.outcomes.length - MAX_OUTCOMES;
+    if (drop > 0) h.outcomes.splice(0, drop);
+  }
+
   private entry(name: ProviderName): ProviderHealth {
     let h = this.state.get(name);
     if (!h) {
-      h = { consecutiveFailures: 0, openedAt: undefined, probeInFlight: false };
+      h = { outcomes: [], openUntil: undefined, probeInFlight: false };
       this.state.set(name, h);
     }
     return h;

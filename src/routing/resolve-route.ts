@@ -78,7 +78,10 @@ function explicitRoute(name: ProviderName, registry: ProviderRegistry): Route {
           ? 'it is disabled by the operator'
           : 'it is failing and temporarily taken out of service';
     throw new GatewayError('provider_unavailable', `Provider "${name}" is not available: ${why}.`, {
-      retryAfterSeconds: status.inactiveReason === 'circuit_open' ? 30 : undefined,
+      retryAfterSeconds:
+        status.inactiveReason === 'circuit_open'
+          ? Math.max(1, Math.ceil(registry.health.retryAfterMs(name) / 1000))
+          : undefined,
     });
   }
   return { candidates: [status.provider], explicit: true };

@@ -14,6 +14,8 @@ import type {
   AccountRole,
   AccountStatus,
   ApiKeyInfo,
+  BeginIdempotentInput,
+  BeginIdempotentResult,
   KeyAuthRecord,
   LedgerProblem,
   LedgerReport,
@@ -360,6 +362,15 @@ export class KyselyStore implements Store {
           .execute();
       }
       await trx.insertInto('usage').values(usageRow(input.usage, shortfallNano)).execute();
+      if (input.idempotency) {
+        await trx
+          .updateTable('idempotency')
+          .set({ state: 'done', response_json: input.idempotency.render(next) })
+          .where('account_id', '=', input.accountId)
+          .where('idem_key', '=', input.idempotency.key)
+          .where('request_id', '=', input.usage.requestId)
+          .execute();
+      }
       return { balanceNano: next, chargedNano, shortfallNano };
     });
   }
@@ -476,6 +487,64 @@ export class KyselyStore implements Store {
       }
       return { ok: problems.length === 0, accounts: accounts.length, problems };
     });
+  }
+
+  async beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult> {
+    return this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .selectFrom('idempotency')
+        .selectAll()
+        .where('account_id', '=', input.accountId)
+        .where('idem_key', '=', input.key)
+        .executeTakeFirst();
+      const claim = {
+        body_hash: input.bodyHash,
+        state: 'in_progress',
+        request_id: input.requestId,
+        response_json: null,
+        locked_until: input.lockedUntil,
+        created_at: input.now,
+        expires_at: input.expiresAt,
+      };
+      if (!row) {
+        await trx
+          .insertInto('idempotency')
+          .values({ account_id: input.accountId, idem_key: input.key, ...claim })
+          .execute();
+        return { kind: 'started' as const };
+      }
+      const expired = toNumber(row.expires_at) <= input.now;
+      const abandoned = row.state === 'in_progress' && toNumber(row.locked_until) <= input.now;
+      if (!expired) {
+        if (row.body_hash !== input.bodyHash) return { kind: 'mismatch' as const };
+        if (row.state === 'done' && row.response_json !== null) {
+          return { kind: 'replay' as const, responseJson: row.response_json };
+        }
+        if (!abandoned) return { kind: 'in_progress' as const };
+      }
+      await trx
+        .updateTable('idempotency')
+        .set(claim)
+        .where('account_id', '=', input.accountId)
+        .where('idem_key', '=', input.key)
+        .execute();
+      return { kind: 'started' as const };
+    });
+  }
+
+  async abandonIdempotent(accountId: string, key: string, requestId: string): Promise<void> {
+    await this.db
+      .deleteFrom('idempotency')
+      .where('account_id', '=', accountId)
+      .where('idem_key', '=', key)
+      .where('request_id', '=', requestId)
+      .where('state', '=', 'in_progress')
+      .execute();
+  }
+
+  async purgeIdempotency(now: number): Promise<number> {
+    const result = await this.db.deleteFrom('idempotency').where('expires_at', '<=', now).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   async listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]> {

@@ -90,6 +90,24 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_idempotency': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('idempotency')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('idem_key', 'text', (c) => c.notNull())
+        .addColumn('body_hash', 'text', (c) => c.notNull())
+        .addColumn('state', 'text', (c) => c.notNull())
+        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('response_json', 'text')
+        .addColumn('locked_until', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('idempotency_pk', ['account_id', 'idem_key'])
+        .execute();
+      await db.schema.createIndex('idempotency_expiry').on('idempotency').column('expires_at').execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -75,12 +75,29 @@ export interface UsageTable {
   created_at: BigIntColumn;
 }
 
+export interface IdempotencyTable {
+  account_id: string;
+  idem_key: string;
+  body_hash: string;
+  /** in_progress | done */
+  state: string;
+  /** The completion id of the attempt that holds (or held) the key. */
+  request_id: string;
+  /** The completion as first answered, once done. */
+  response_json: string | null;
+  /** An in-progress attempt older than this is presumed dead (its hold expired unsettled). */
+  locked_until: BigIntColumn;
+  created_at: BigIntColumn;
+  expires_at: BigIntColumn;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   holds: HoldsTable;
   ledger: LedgerTable;
   usage: UsageTable;
+  idempotency: IdempotencyTable;
 }
 
 /** Reads a BIGINT column; refuses values JavaScript cannot represent exactly. */

@@ -85,7 +85,33 @@ export interface SettleInput {
   /** Actual cost to charge (input + output cost of the usage row). */
   costNano: number;
   usage: UsageRecord;
+  /**
+   * When the request carries an idempotency key: its stored answer is written in the same transaction
+   * as the charge, so a charged request can always be replayed and never charged twice.
+   */
+  idempotency?: { key: string; render: (balanceNano: number) => string };
 }
+
+export interface BeginIdempotentInput {
+  accountId: string;
+  key: string;
+  bodyHash: string;
+  requestId: string;
+  now: number;
+  /** An unfinished attempt older than this may be taken over by a retry. */
+  lockedUntil: number;
+  expiresAt: number;
+}
+
+export type BeginIdempotentResult =
+  /** This request owns the key now and should be served. */
+  | { kind: 'started' }
+  /** A request with this key and body was already answered: here is that answer. */
+  | { kind: 'replay'; responseJson: string }
+  /** A request with this key is being served right now. */
+  | { kind: 'in_progress' }
+  /** The key was used with a different body. */
+  | { kind: 'mismatch' };
 
 export interface SettleResult {
   /** Available balance after the settle. */
@@ -179,6 +205,12 @@ export interface Store {
   openHoldsNano(accountId: string): Promise<number>;
   /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
   ledgerCheck(): Promise<LedgerReport>;
+  /** Claims an idempotency key for a request (see `BeginIdempotentResult`). */
+  beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult>;
+  /** Gives up a claimed key whose request failed without a charge, so a retry may run. */
+  abandonIdempotent(accountId: string, key: string, requestId: string): Promise<void>;
+  /** Deletes idempotency records past their expiry. Returns how many. */
+  purgeIdempotency(now: number): Promise<number>;
   /** Usage rows of an account, newest first. */
   listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]>;
 }

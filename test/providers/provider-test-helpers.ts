@@ -29,6 +29,7 @@ export function providerConfig(
     defaultMaxTokens: 4096,
     enabled: true,
     timeoutMs: 30_000,
+    connectTimeoutMs: 5_000,
     inAutoRotation: true,
   };
 }

@@ -17,7 +17,7 @@ function registry(env: Record<string, string>, now = () => 0) {
   });
   return new ProviderRegistry(
     config,
-    new ProviderHealthTracker({ failureThreshold: 2, coolDownMs: 1000 }, now),
+    new ProviderHealthTracker({ windowMs: 10_000, minRequests: 2, failureRate: 0.5, coolDownMs: 1000 }, now),
   );
 }
 

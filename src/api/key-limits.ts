@@ -1,0 +1,83 @@
+import { GatewayError } from '../errors.js';
+
+interface Bucket {
+  tokens: number;
+  updatedAt: number;
+}
+
+/** Buckets kept before idle (full) ones are dropped; bounds memory whatever the number of keys. */
+const MAX_BUCKETS = 10_000;
+
+/**
+ * Per-key limits (DESIGN.md: off until configured): requests per minute as a token bucket that holds
+ * `rpm` tokens and refills at rpm/60 per second, and requests in flight at once. Refusals are 429
+ * `rate_limit_exceeded` with the seconds until the next request would be admitted.
+ */
+export class KeyLimiter {
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(
+    private readonly rpm: number,
+    private readonly maxConcurrent: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** Admits one request of `keyId` or throws 429; the returned function ends it (idempotent). */
+  admit(keyId: string): () => void {
+    if (this.rpm > 0) this.take(keyId);
+    if (this.maxConcurrent <= 0) return () => {};
+    const current = this.inFlight.get(keyId) ?? 0;
+    if (current >= this.maxConcurrent) {
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        `Too many concurrent requests for this API key (limit ${this.maxConcurrent}); retry when one finishes.`,
+        { retryAfterSeconds: 1 },
+      );
+    }
+    this.inFlight.set(keyId, current + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.inFlight.get(keyId) ?? 1) - 1;
+      if (left <= 0) this.inFlight.delete(keyId);
+      else this.inFlight.set(keyId, left);
+    };
+  }
+
+  private take(keyId: string): void {
+    const now = this.now();
+    const perMs = this.rpm / 60_000;
+    let bucket = this.buckets.get(keyId);
+    if (!bucket) {
+      if (this.buckets.size >= MAX_BUCKETS) this.dropFull(now);
+      bucket = { tokens: this.rpm, updatedAt: now };
+      this.buckets.set(keyId, bucket);
+    }
+    bucket.tokens = Math.min(this.rpm, bucket.tokens + (now - bucket.updatedAt) * perMs);
+    bucket.updatedAt = now;
+    if (bucket.tokens < 1) {
+      const waitMs = (1 - bucket.tokens) / perMs;
+      throw new GatewayError(
+        'rate_limit_exceeded',
+        `Rate limit of ${this.rpm} requests per minute exceeded for this API key.`,
+        { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
+      );
+    }
+    bucket.tokens -= 1;
+  }
+
+  private dropFull(now: number): void {
+    const perMs = this.rpm / 60_000;
+    for (const [key, b] of this.buckets) {
+      if (b.tokens + (now - b.updatedAt) * perMs >= this.rpm) this.buckets.delete(key);
+    }
+    // Still full of active keys: forget the oldest rather than grow without bound.
+    while (this.buckets.size >= MAX_BUCKETS) {
+      const oldest = this.buckets.keys().next().value;
+      if (oldest === undefined) break;
+      this.buckets.delete(oldest);
+    }
+  }
+}

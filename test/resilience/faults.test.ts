@@ -1,0 +1,165 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { type Harness, hello, startHarness } from '../helpers/harness.js';
+
+// Fault injection through the whole stack: status, error code, provider served, exact balance.
+let h: Harness;
+beforeAll(async () => {
+  h = await startHarness({
+    env: {
+      PROV_MISTRAL_TIMEOUT_MS: '400',
+      PROV_KIMI_TIMEOUT_MS: '400',
+      CIRCUIT_MIN_REQUESTS: '50', // the failure-rate breaker is tested on its own below
+    },
+  });
+});
+afterAll(async () => {
+  await h.close();
+});
+beforeEach(() => {
+  h.sim.reset();
+});
+
+type Body = {
+  error?: { code: string; type: string; message: string };
+  meta?: { provider: string; cost: { input: number; output: number; total: number } };
+};
+
+const nano = (usd: number) => Math.round(usd * 1e9);
+const charged = (body: Body) => nano(body.meta?.cost.input ?? 0) + nano(body.meta?.cost.output ?? 0);
+
+describe('an explicitly chosen provider that misbehaves: mapped error, no charge, no swap', () => {
+  it.each([
+    [{ kind: 'hang' }, 504, 'provider_timeout'],
+    [{ kind: 'reset' }, 502, 'provider_error'],
+    [{ kind: 'status', status: 500 }, 502, 'provider_error'],
+    [{ kind: 'status', status: 503 }, 502, 'provider_error'],
+    [{ kind: 'garbage' }, 502, 'provider_error'],
+    [{ kind: 'null' }, 502, 'provider_error'],
+    [{ kind: 'no_choices' }, 502, 'provider_error'],
+    [{ kind: 'usage', promptTokens: 10, completionTokens: 1_000_000_000 }, 502, 'provider_error'],
+    [{ kind: 'usage', promptTokens: 1_000_000_000, completionTokens: 5 }, 502, 'provider_error'],
+    [{ kind: 'usage', promptTokens: -5, completionTokens: 5 }, 502, 'provider_error'],
+    [{ kind: 'status', status: 401 }, 502, 'provider_error'],
+    [{ kind: 'status', status: 400, message: 'context too long' }, 400, 'upstream_rejected'],
+  ] as const)('%j → %i %s', async (fault, status, code) => {
+    h.sim.setFault('mistral', fault);
+    const before = await h.balanceNano();
+    const others = h.sim.requests('llama').length;
+    const started = Date.now();
+    const res = await h.chat({ provider: 'prov-mistral', ...hello, max_tokens: 50 });
+    const elapsed = Date.now() - started;
+    expect(res.status).toBe(status);
+    expect((res.body as Body).error?.code).toBe(code);
+    expect(await h.balanceNano()).toBe(before);
+    expect(await h.server.store.openHoldsNano(h.accountId)).toBe(0);
+    expect(h.sim.requests('llama').length).toBe(others);
+    if (fault.kind === 'hang') expect(elapsed).toBeLessThan(400 + 1000);
+    const retryable = status >= 500 && !(fault.kind === 'status' && fault.status === 401);
+    expect(res.headers['x-should-retry']).toBe(String(retryable));
+  });
+
+  it('429 with Retry-After → 503 provider_unavailable carrying it; the provider then rests that long', async () => {
+    h.sim.setFault('llama', { kind: 'status', status: 429, retryAfter: 7, times: 1 });
+    const res = await h.chat({ provider: 'prov-llama', ...hello });
+    expect(res.status).toBe(503);
+    expect((res.body as Body).error?.code).toBe('provider_unavailable');
+    expect(Number(res.headers['retry-after'])).toBe(7);
+    const calls = h.sim.requests('llama').length;
+    const again = await h.chat({ provider: 'prov-llama', ...hello });
+    expect(again.status).toBe(503);
+    expect(Number(again.headers['retry-after'])).toBeGreaterThanOrEqual(6);
+    expect(h.sim.requests('llama').length).toBe(calls); // shed without calling the upstream, no hold
+  });
+});
+
+describe('auto routing fails over, charges once, names the provider that served', () => {
+  it.each([
+    [{ kind: 'hang' }],
+    [{ kind: 'reset' }],
+    [{ kind: 'status', status: 500 }],
+    [{ kind: 'garbage' }],
+    [{ kind: 'null' }],
+    [{ kind: 'usage', promptTokens: 10, completionTokens: 999_999_999 }],
+  ] as const)('kimi answering %j: every auto request is served by another provider', async (fault) => {
+    h.sim.setFault('kimi', fault);
+    let balance = await h.balanceNano();
+    const kimiBefore = h.sim.requests('kimi').length;
+    for (let i = 0; i < 4; i++) {
+      const res = await h.chat({ ...hello, max_tokens: 50 });
+      expect(res.status).toBe(200);
+      const body = res.body as Body;
+      expect(body.meta?.provider).not.toBe('prov-kimi');
+      balance -= charged(body);
+      expect(await h.balanceNano()).toBe(balance);
+    }
+    // Rotation starts at kimi once in four requests; it was tried and failed over from.
+    expect(h.sim.requests('kimi').length).toBe(kimiBefore + 1);
+    expect(await h.server.store.openHoldsNano(h.accountId)).toBe(0);
+  });
+
+  it('a 429 with Retry-After takes the provider out of the rotation for that long', async () => {
+    h.sim.setFault('qwen', { kind: 'status', status: 429, retryAfter: 30 });
+    const before = h.sim.requests('qwen').length;
+    for (let i = 0; i < 8; i++) {
+      const res = await h.chat(hello);
+      expect(res.status).toBe(200);
+      expect((res.body as Body).meta?.provider).not.toBe('prov-qwen');
+    }
+    expect(h.sim.requests('qwen').length - before).toBeLessThanOrEqual(1);
+  });
+
+  it('when every candidate fails the last error is returned and nothing is charged', async () => {
+    for (const slug of ['deepseek', 'qwen', 'kimi', 'gpt-oss-120b']) h.sim.setFault(slug, { kind: 'status', status: 502 });
+    const before = await h.balanceNano();
+    const res = await h.chat(hello);
+    expect(res.status).toBe(502);
+    expect((res.body as Body).error?.code).toBe('provider_error');
+    expect(await h.balanceNano()).toBe(before);
+    const tried = ['deepseek', 'qwen', 'kimi', 'gpt-oss-120b'].filter((s) => h.sim.requests(s).length > 0);
+    expect(tried.length).toBe(3); // the first candidate and at most 2 more
+  });
+});
+
+describe('circuit breaker', () => {
+  let b: Harness;
+  beforeAll(async () => {
+    b = await startHarness({
+      env: { CIRCUIT_MIN_REQUESTS: '4', CIRCUIT_FAILURE_PERCENT: '50', CIRCUIT_COOLDOWN_MS: '300' },
+    });
+  });
+  afterAll(async () => {
+    await b.close();
+  });
+
+  it('opens on the failure rate, sheds explicit requests fast with no hold, probes after the cool-down', async () => {
+    b.sim.setFault('claude', { kind: 'status', status: 500 });
+    for (let i = 0; i < 4; i++) expect((await b.chat({ provider: 'prov-claude', ...hello })).status).toBe(502);
+    const calls = b.sim.requests('claude').length;
+    const shed = await b.chat({ provider: 'prov-claude', ...hello });
+    expect(shed.status).toBe(503);
+    expect((shed.body as Body).error?.code).toBe('provider_unavailable');
+    expect(b.sim.requests('claude').length).toBe(calls);
+    const ready = await b.server.app.inject({ method: 'GET', url: '/readyz' });
+    expect(JSON.parse(ready.body).circuits).toEqual([expect.objectContaining({ provider: 'prov-claude', circuit: 'open' })]);
+
+    b.sim.setFault('claude', null);
+    await new Promise((r) => setTimeout(r, 350));
+    const probe = await b.chat({ provider: 'prov-claude', ...hello });
+    expect(probe.status).toBe(200);
+    expect((await b.chat({ provider: 'prov-claude', ...hello })).status).toBe(200);
+    expect(b.server.registry.health.circuit('prov-claude')).toBe('closed');
+  });
+
+  it('an open auto provider is skipped, the rest keep serving', async () => {
+    b.sim.setFault('deepseek', { kind: 'status', status: 500 });
+    for (let i = 0; i < 4; i++) await b.chat({ provider: 'prov-deepseek', ...hello });
+    expect(b.server.registry.health.circuit('prov-deepseek')).toBe('open');
+    const before = b.sim.requests('deepseek').length;
+    for (let i = 0; i < 6; i++) {
+      const res = await b.chat(hello);
+      expect(res.status).toBe(200);
+      expect((res.body as Body).meta?.provider).not.toBe('prov-deepseek');
+    }
+    expect(b.sim.requests('deepseek').length).toBe(before);
+  });
+});
