@@ -109,7 +109,8 @@ describe('auto routing fails over, charges once, names the provider that served'
   });
 
   it('when every candidate fails the last error is returned and nothing is charged', async () => {
-    for (const slug of ['deepseek', 'qwen', 'kimi', 'gpt-oss-120b']) h.sim.setFault(slug, { kind: 'status', status: 502 });
+    for (const slug of ['deepseek', 'qwen', 'kimi', 'gpt-oss-120b'])
+      h.sim.setFault(slug, { kind: 'status', status: 502 });
     const before = await h.balanceNano();
     const res = await h.chat(hello);
     expect(res.status).toBe(502);
@@ -133,14 +134,17 @@ describe('circuit breaker', () => {
 
   it('opens on the failure rate, sheds explicit requests fast with no hold, probes after the cool-down', async () => {
     b.sim.setFault('claude', { kind: 'status', status: 500 });
-    for (let i = 0; i < 4; i++) expect((await b.chat({ provider: 'prov-claude', ...hello })).status).toBe(502);
+    for (let i = 0; i < 4; i++)
+      expect((await b.chat({ provider: 'prov-claude', ...hello })).status).toBe(502);
     const calls = b.sim.requests('claude').length;
     const shed = await b.chat({ provider: 'prov-claude', ...hello });
     expect(shed.status).toBe(503);
     expect((shed.body as Body).error?.code).toBe('provider_unavailable');
     expect(b.sim.requests('claude').length).toBe(calls);
     const ready = await b.server.app.inject({ method: 'GET', url: '/readyz' });
-    expect(JSON.parse(ready.body).circuits).toEqual([expect.objectContaining({ provider: 'prov-claude', circuit: 'open' })]);
+    expect(JSON.parse(ready.body).circuits).toEqual([
+      expect.objectContaining({ provider: 'prov-claude', circuit: 'open' }),
+    ]);
 
     b.sim.setFault('claude', null);
     await new Promise((r) => setTimeout(r, 350));
