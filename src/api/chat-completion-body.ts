@@ -12,7 +12,8 @@ export interface ChatCompletionBody {
     message: { role: 'assistant'; content: string };
     finish_reason: string;
   }>;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  /** `cost` (USD, = meta.cost.total) is where OpenRouter-style tooling looks for a call's cost. */
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: number };
   meta: {
     provider: string;
     cost: { input: number; output: number; total: number };
@@ -24,6 +25,8 @@ export interface ChatCompletionBody {
 export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
   const input = nanoToUsd(c.inputCostNano);
   const output = nanoToUsd(c.outputCostNano);
+  // Spec §2.4 rule 1: total is exactly input + output as JavaScript numbers.
+  const total = input + output;
   return {
     id: c.id,
     object: 'chat.completion',
@@ -34,11 +37,11 @@ export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
       prompt_tokens: c.promptTokens,
       completion_tokens: c.completionTokens,
       total_tokens: c.promptTokens + c.completionTokens,
+      cost: total,
     },
     meta: {
       provider: c.provider,
-      // Spec §2.4 rule 1: total is exactly input + output as JavaScript numbers.
-      cost: { input, output, total: input + output },
+      cost: { input, output, total },
       balance: nanoToUsd(c.balanceNano),
       duration_ms: c.durationMs,
     },

@@ -7,7 +7,9 @@ import type { Gateway } from '../gateway/gateway.js';
 import { newCompletionId } from '../gateway/ids.js';
 import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
+import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
+import { modelBody, modelListBody } from './models-body.js';
 import { validateChatRequest } from './validate-chat-request.js';
 
 declare module 'fastify' {
@@ -116,6 +118,24 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     } finally {
       request.finish();
     }
+  });
+
+  app.get('/models', async () => modelListBody(deps.gateway.providers()));
+
+  // Model names may contain "/" (e.g. openai/gpt-oss-120b): the id is the rest of the path.
+  app.get('/models/*', async (request) => {
+    const id = decodeURIComponent((request.params as { '*': string })['*']);
+    return modelBody(deps.gateway.provider(id));
+  });
+
+  app.get('/key', async (request) => {
+    const auth = requireAuth(request);
+    const [key, summary] = await Promise.all([
+      deps.authenticator.keyInfo(auth),
+      deps.gateway.summary(auth.accountId),
+    ]);
+    if (!key || !summary) throw new GatewayError('invalid_api_key', 'Invalid API key');
+    return keyInfoBody(key, summary, deps.config);
   });
 
   app.route({

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import type { KeyAuthRecord, Store } from '../store/types.js';
+import type { ApiKeyInfo, KeyAuthRecord, Store } from '../store/types.js';
 import { hashApiKey, isWellFormedKey } from './api-key.js';
 import type { KeyCache } from './key-cache.js';
 
@@ -26,6 +26,11 @@ export class Authenticator {
     private readonly cache: KeyCache,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** The record of an authenticated key (for `GET /api/v1/key`). */
+  keyInfo(auth: AuthContext): Promise<ApiKeyInfo | undefined> {
+    return this.store.getApiKey(auth.accountId, auth.keyId);
+  }
 
   async authenticate(header: string | undefined): Promise<AuthContext> {
     const match = header === undefined ? null : BEARER.exec(header);

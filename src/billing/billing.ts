@@ -21,6 +21,14 @@ export interface HoldRequest {
   expiresAt: number;
 }
 
+export interface AccountSummary {
+  /** Available balance (open holds already deducted). */
+  balanceNano: number;
+  openHoldsNano: number;
+  todayNano: number;
+  monthNano: number;
+}
+
 export interface CallCost {
   inputNano: number;
   outputNano: number;
@@ -89,6 +97,18 @@ export class Billing {
   /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */
   release(hold: Hold, usage: UsageRecord | null) {
     return this.store.release({ holdId: hold.holdId, accountId: hold.accountId, usage });
+  }
+
+  /** Balance and spend of an account: today and this calendar month (UTC). */
+  async summary(accountId: string): Promise<AccountSummary | undefined> {
+    const account = await this.store.getAccount(accountId);
+    if (!account) return undefined;
+    const now = new Date(this.now());
+    const dayStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
+    const [todayNano = 0, monthNano = 0] = await this.store.chargesSince(accountId, [dayStart, monthStart]);
+    const openHoldsNano = await this.store.openHoldsNano(accountId);
+    return { balanceNano: account.balanceNano, openHoldsNano, todayNano, monthNano };
   }
 
   /** Writes the usage row of a request refused before any money was held (e.g. 402). */

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { type Billing, callCost, type Hold } from '../billing/billing.js';
+import { type AccountSummary, type Billing, callCost, type Hold } from '../billing/billing.js';
 import { capWithinHold, type HoldPlanInput, promptTokenUpperBound } from '../billing/estimate.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
@@ -11,8 +11,8 @@ import type {
   UpstreamHttpResponse,
   WireFormat,
 } from '../providers/types.js';
-import { UpstreamError } from '../providers/types.js';
-import type { ProviderRegistry } from '../routing/registry.js';
+import { isProviderName, UpstreamError } from '../providers/types.js';
+import type { ProviderRegistry, ProviderStatus } from '../routing/registry.js';
 import { resolveRoute } from '../routing/resolve-route.js';
 import type { RotationCounter } from '../routing/rotation.js';
 import type { Store, UsageRecord } from '../store/types.js';
@@ -107,6 +107,28 @@ export class Gateway {
       await this.deps.idempotency.abandonIdempotent(ctx.accountId, idem.key, ctx.requestId);
       throw err;
     }
+  }
+
+  /** Every provider with its model, prices and whether it serves now (`GET /api/v1/models`). */
+  providers(): ProviderStatus[] {
+    return this.deps.registry.all();
+  }
+
+  /** One provider by its model name or provider name, or 404 `model_not_found`. */
+  provider(id: string): ProviderStatus {
+    const { registry } = this.deps;
+    const name = isProviderName(id) ? id : registry.providerForModel(id);
+    if (name === undefined) {
+      throw new GatewayError('model_not_found', `The model "${id.slice(0, 200)}" does not exist.`, {
+        param: 'model',
+      });
+    }
+    return registry.status(name);
+  }
+
+  /** Balance and spend of an account (`GET /api/v1/key`). */
+  summary(accountId: string): Promise<AccountSummary | undefined> {
+    return this.deps.billing.summary(accountId);
   }
 
   private async serve(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {

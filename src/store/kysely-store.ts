@@ -489,6 +489,31 @@ export class KyselyStore implements Store {
     });
   }
 
+  async chargesSince(accountId: string, since: readonly number[]): Promise<number[]> {
+    if (since.length === 0) return [];
+    const earliest = Math.min(...since);
+    const rows = await this.db
+      .selectFrom('ledger')
+      .select(['amount_nano', 'created_at'])
+      .where('account_id', '=', accountId)
+      .where('kind', '=', 'charge')
+      .where('created_at', '>=', earliest)
+      .execute();
+    return since.map((t) =>
+      rows.reduce((sum, r) => (toNumber(r.created_at) >= t ? sum + toNumber(r.amount_nano) : sum), 0),
+    );
+  }
+
+  async getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('id', '=', keyId)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return row && toKeyInfo(row);
+  }
+
   async beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult> {
     return this.db.transaction().execute(async (trx) => {
       const row = await trx

@@ -205,6 +205,10 @@ export interface Store {
   openHoldsNano(accountId: string): Promise<number>;
   /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
   ledgerCheck(): Promise<LedgerReport>;
+  /** Sum of the charges of an account at or after each of the given times (one figure per time). */
+  chargesSince(accountId: string, since: readonly number[]): Promise<number[]>;
+  /** One API key of an account, revoked or not. */
+  getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined>;
   /** Claims an idempotency key for a request (see `BeginIdempotentResult`). */
   beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult>;
   /** Gives up a claimed key whose request failed without a charge, so a retry may run. */
