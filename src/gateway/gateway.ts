@@ -15,7 +15,7 @@ import { isProviderName, UpstreamError } from '../providers/types.js';
 import type { ProviderRegistry, ProviderStatus } from '../routing/registry.js';
 import { resolveRoute } from '../routing/resolve-route.js';
 import type { RotationCounter } from '../routing/rotation.js';
-import type { Store, UsageRecord } from '../store/types.js';
+import type { SettleResult, Store, UsageRecord } from '../store/types.js';
 import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
 import type { ChatCompletion, ChatRequest, RequestContext } from './types.js';
 import { toGatewayError } from './upstream-failure.js';
@@ -276,7 +276,7 @@ export class Gateway {
     };
     const idempotency = ctx.idempotency && {
       key: ctx.idempotency.key,
-      render: (balanceNano: number) => JSON.stringify({ ...completion, balanceNano }),
+      render: (settled: SettleResult) => JSON.stringify(charged(completion, settled)),
     };
     const settled = await this.deps.billing.settle(
       hold,
@@ -303,7 +303,7 @@ export class Gateway {
         'actual cost exceeded hold and balance; shortfall recorded',
       );
     }
-    return { ...completion, balanceNano: settled.balanceNano };
+    return charged(completion, settled);
   }
 
   private async recordRefusal(ctx: RequestContext, provider: ProviderConfig | undefined, err: GatewayError) {
@@ -363,4 +363,21 @@ function checkUsage(result: ChatResult, cap: number, promptBound: number): void 
       `upstream reported an implausible prompt token count ${promptTokens}`,
     );
   }
+}
+
+/**
+ * The completion as billed. Normally the charge is the full cost. When the upstream reported more than
+ * the hold covered and the balance could not pay the difference (DESIGN.md "Holds"), the caller is told
+ * what was actually deducted — input first, then output — so `meta.cost.total` always equals the change
+ * in balance; the unpaid rest is recorded as the usage row's shortfall.
+ */
+function charged(completion: ChatCompletion, settled: SettleResult): ChatCompletion {
+  if (settled.shortfallNano === 0) return { ...completion, balanceNano: settled.balanceNano };
+  const inputCostNano = Math.min(completion.inputCostNano, settled.chargedNano);
+  return {
+    ...completion,
+    inputCostNano,
+    outputCostNano: settled.chargedNano - inputCostNano,
+    balanceNano: settled.balanceNano,
+  };
 }

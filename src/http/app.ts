@@ -39,6 +39,17 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+
+  // Once a graceful stop has begun, every answer closes its connection: a client's idle keep-alive
+  // socket would otherwise hold the drain open until the client's own idle timeout.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {
@@ -53,10 +64,16 @@ export function buildApp(deps: AppDeps): FastifyInstance {
 
   app.setErrorHandler((err, request, reply) => {
     const gatewayError = toGatewayError(err);
-    if (gatewayError.status >= 500) {
-      request.log.error({ err, code: gatewayError.code }, 'request failed');
+    const fields = { code: gatewayError.code, status: gatewayError.status };
+    if (!(err instanceof GatewayError) && gatewayError.status >= 500) {
+      // Not a condition the gateway raised on purpose: keep the stack.
+      request.log.error({ err, ...fields }, 'request failed');
+    } else if (gatewayError.status >= 500 && gatewayError.code !== 'service_unavailable') {
+      // Upstream trouble: the gateway already logged the details where it saw them.
+      request.log.warn({ ...fields, message: gatewayError.message }, 'request failed');
     } else {
-      request.log.info({ code: gatewayError.code, status: gatewayError.status }, 'request refused');
+      // Refusals, including load shedding (one line each at info, so an overload is no log storm).
+      request.log.info(fields, 'request refused');
     }
     if (gatewayError.retryAfterSeconds !== undefined) {
       reply.header('retry-after', String(gatewayError.retryAfterSeconds));

@@ -365,7 +365,10 @@ export class KyselyStore implements Store {
       if (input.idempotency) {
         await trx
           .updateTable('idempotency')
-          .set({ state: 'done', response_json: input.idempotency.render(next) })
+          .set({
+            state: 'done',
+            response_json: input.idempotency.render({ balanceNano: next, chargedNano, shortfallNano }),
+          })
           .where('account_id', '=', input.accountId)
           .where('idem_key', '=', input.idempotency.key)
           .where('request_id', '=', input.usage.requestId)

@@ -89,7 +89,7 @@ export interface SettleInput {
    * When the request carries an idempotency key: its stored answer is written in the same transaction
    * as the charge, so a charged request can always be replayed and never charged twice.
    */
-  idempotency?: { key: string; render: (balanceNano: number) => string };
+  idempotency?: { key: string; render: (settled: SettleResult) => string };
 }
 
 export interface BeginIdempotentInput {

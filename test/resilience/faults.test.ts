@@ -167,3 +167,25 @@ describe('circuit breaker', () => {
     expect(b.sim.requests('deepseek').length).toBe(before);
   });
 });
+
+describe('an upstream reporting more usage than the hold covered', () => {
+  it('is billed as far as hold + balance go; the response reports what was deducted, the usage row the shortfall', async () => {
+    // Found by the ledger property test: prompt bound 25 tokens ("a" + 8 + 16), cap lowered to 16.
+    const account = await h.newAccount('0.000315');
+    h.sim.setFault('claude', { kind: 'usage', promptTokens: 26, completionTokens: 16 });
+    const res = await h.chat(
+      { provider: 'prov-claude', messages: [{ role: 'user', content: 'a' }] },
+      { key: account.key },
+    );
+    expect(res.status).toBe(200);
+    const body = res.body as Body & { usage: { cost: number } };
+    expect(nano(body.meta?.cost.total ?? 0)).toBe(315_000);
+    expect(body.meta?.cost.total).toBe((body.meta?.cost.input ?? 0) + (body.meta?.cost.output ?? 0));
+    expect(body.usage.cost).toBe(body.meta?.cost.total);
+    expect(await h.balanceNano(account.accountId)).toBe(0);
+    const [row] = await h.server.store.listUsage(account.accountId, { limit: 1 });
+    expect(row?.inputCostNano).toBe(26 * 3000);
+    expect(row?.outputCostNano).toBe(16 * 15_000);
+    expect((await h.server.store.ledgerCheck()).ok).toBe(true);
+  });
+});
