@@ -10,7 +10,7 @@ import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { modelBody, modelListBody } from './models-body.js';
-import { validateChatRequest } from './validate-chat-request.js';
+import { createChatRequestValidator } from './validate-chat-request.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -55,6 +55,7 @@ function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string
 
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
+  const validateChatRequest = createChatRequestValidator(deps.config);
   app.decorateRequest('auth', undefined);
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('finish', () => {});
@@ -96,7 +97,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     request.enterHandler();
     try {
       const auth = requireAuth(request);
-      const chatRequest = validateChatRequest(request.body, deps.config);
+      const chatRequest = validateChatRequest(request.body);
       const idempotency = idempotencyOf(request);
       let clientGone = false;
       reply.raw.once('close', () => {

@@ -1,7 +1,9 @@
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
 import type { Logger } from 'pino';
+import { buildOpenApi } from '../api/openapi.js';
 import { type ApiDeps, apiRoutes } from '../api/routes.js';
 import { errorBody, GatewayError } from '../errors.js';
+import { VERSION } from '../version.js';
 import { toGatewayError } from './to-gateway-error.js';
 
 export interface AppDeps extends ApiDeps {
@@ -94,6 +96,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       .code(result.ok ? 200 : 503)
       .send({ status: result.ok ? 'ok' : 'unavailable', ...result.detail });
   });
+
+  // Public (no key needed), outside the authenticated /api/v1 plugin; built once from the same schemas the
+  // server validates with.
+  const openApi = JSON.stringify(buildOpenApi(deps.config, VERSION));
+  app.get('/api/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
 
   app.register(apiRoutes, { prefix: '/api/v1', ...deps });
   return app;

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import { buildOpenApi } from '../../src/api/openapi.js';
 import { createKey } from '../../src/auth/keys.js';
 import { parseUsdToNano } from '../../src/billing/money.js';
 import { type Config, loadConfig } from '../../src/config/index.js';
@@ -9,11 +10,15 @@ import { createServer, type Server } from '../../src/http/server.js';
 import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
 import type { ProviderName } from '../../src/providers/types.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import { VERSION } from '../../src/version.js';
+import { type Conformance, watchConformance } from './openapi-conformance.js';
 
 export interface Harness {
   server: Server;
   sim: Simulator;
   config: Config;
+  /** Every /api/v1 response this harness's server sent, checked against its OpenAPI document. */
+  conformance: Conformance;
   dir: string;
   accountId: string;
   key: string;
@@ -61,6 +66,10 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
   }
   const config = loadConfig({ ...env, ...options.env });
   const server = await createServer(config, { logger: pino({ level: 'silent' }) });
+  const conformance = watchConformance(
+    server.app,
+    buildOpenApi(config, VERSION) as unknown as Parameters<typeof watchConformance>[1],
+  );
 
   async function newAccount(usd: string) {
     const created = await server.store.createAccount({
@@ -83,6 +92,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     server,
     sim,
     config,
+    conformance,
     dir,
     accountId: first.accountId,
     key: first.key,
@@ -115,6 +125,12 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
       await server.close();
       await sim.close();
       rmSync(dir, { recursive: true, force: true });
+      if (conformance.violations.length > 0) {
+        throw new Error(
+          `${conformance.violations.length} of ${conformance.checked} responses do not match /api/v1/openapi.json:\n` +
+            conformance.violations.slice(0, 20).join('\n'),
+        );
+      }
     },
   };
 }
