@@ -35,7 +35,14 @@ describe('chat request validation (the published JSON Schema, compiled)', () => 
       provider: null,
       messages: [
         { role: 'system', content: 'be brief' },
-        { role: 'user', content: [{ type: 'text', text: 'a' }, { type: 'text', text: 'b' }], name: 'x' },
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'a' },
+            { type: 'text', text: 'b' },
+          ],
+          name: 'x',
+        },
       ],
       max_tokens: 10,
       max_completion_tokens: 20,
@@ -72,7 +79,9 @@ describe('chat request validation (the published JSON Schema, compiled)', () => 
   it('says how many messages are allowed', () => {
     const e = errorOf({ messages: [...ok, ...ok, ...ok, ...ok] });
     expect(e.code).toBe('invalid_messages');
-    expect(e.message).toBe('Messages array is required: at most 3 messages are accepted per request (got 4).');
+    expect(e.message).toBe(
+      'Messages array is required: at most 3 messages are accepted per request (got 4).',
+    );
   });
 
   it('stream: true comes before other field errors; stream: "yes" is an ordinary bad field', () => {
