@@ -54,8 +54,10 @@ export function tokenCost(tokens: number, pricePerMillionNano: number): number {
 
 /** The largest token count whose cost at `pricePerMillionNano` fits in `budgetNano`. */
 export function maxTokensFor(budgetNano: number, pricePerMillionNano: number): number {
-  if (budgetNano <= 0) return 0;
+  if (budgetNano < 0) return 0;
+  // A free side costs nothing at any length, even with nothing left to spend.
   if (pricePerMillionNano === 0) return Number.MAX_SAFE_INTEGER;
+  if (budgetNano === 0) return 0;
   // tokens × price ≤ budget × 10^6  ⇔  ceil(tokens × price / 10^6) ≤ budget
   const tokens = (BigInt(budgetNano) * TOKENS_PER_PRICE_UNIT) / BigInt(pricePerMillionNano);
   return tokens > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tokens);

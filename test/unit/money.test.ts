@@ -49,6 +49,13 @@ describe('money', () => {
     );
   });
 
+  it('maxTokensFor: a free side fits any budget that is not negative, even zero', () => {
+    expect(maxTokensFor(0, 0)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(maxTokensFor(5, 0)).toBe(Number.MAX_SAFE_INTEGER);
+    expect(maxTokensFor(-1, 0)).toBe(0);
+    expect(maxTokensFor(0, 1)).toBe(0);
+  });
+
   it('cost.total built as input + output matches the spec rule for arbitrary costs', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 10 ** 12 }), fc.integer({ min: 0, max: 10 ** 12 }), (a, b) => {
