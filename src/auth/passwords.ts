@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/argon2';
 
 /**
@@ -23,4 +24,16 @@ export function passwordProblem(password: string): string | undefined {
   if (password.length < MIN_PASSWORD_LENGTH) return `must be at least ${MIN_PASSWORD_LENGTH} characters`;
   if (password.length > MAX_PASSWORD_LENGTH) return `must be at most ${MAX_PASSWORD_LENGTH} characters`;
   return undefined;
+}
+
+let unmatchable: Promise<string> | undefined;
+
+/**
+ * Spends the time of one verification and fails: used for an unknown email, so a login for an email
+ * without an account takes as long as a wrong password for one with an account.
+ */
+export async function verifyNothing(password: string): Promise<false> {
+  unmatchable ??= hashPassword(randomBytes(32).toString('hex'));
+  await verifyPassword(await unmatchable, password);
+  return false;
 }

@@ -1,6 +1,8 @@
+import { randomBytes } from 'node:crypto';
 import { hashPassword, passwordProblem } from '../../auth/passwords.js';
+import { dashboardStoreFor } from '../../store/dashboard-store.js';
 import { CliError, usageError } from '../cli-error.js';
-import { normalizeEmail, withStore } from '../context.js';
+import { accountByEmail, normalizeEmail, withStore } from '../context.js';
 import type { Output } from '../output.js';
 
 export interface AccountsCreateArgs {
@@ -17,24 +19,79 @@ async function readStdin(): Promise<string> {
     .replace(/\r?\n$/, '');
 }
 
-/** `tollgate accounts create --email E [--password-stdin] [--admin]` */
-export async function accountsCreate(args: AccountsCreateArgs, out: Output): Promise<void> {
-  const email = normalizeEmail(args.email);
-  let passwordHash: string | null = null;
-  if (args.passwordStdin) {
+/**
+ * The dashboard password to set: read from stdin (`--password-stdin`, never from argv, which other users
+ * of the machine and shell histories can see), or generated (24 characters from the CSPRNG) when
+ * `generate` and returned so it can be printed once.
+ */
+async function passwordFrom(stdin: boolean, generate: boolean) {
+  if (stdin) {
     const password = await readStdin();
     const problem = passwordProblem(password);
     if (problem) throw usageError(`password ${problem}`);
-    passwordHash = await hashPassword(password);
+    return { hash: await hashPassword(password), generated: undefined };
   }
+  if (!generate) return { hash: null, generated: undefined };
+  const password = randomBytes(18).toString('base64url');
+  return { hash: await hashPassword(password), generated: password };
+}
+
+/**
+ * `tollgate accounts create --email E [--password-stdin] [--admin]`. An admin always gets a dashboard
+ * password: the one on stdin, or a generated one printed once. A user without `--password-stdin` can
+ * use keys made with `keys create` but cannot log in to the dashboard until `accounts password`.
+ */
+export async function accountsCreate(args: AccountsCreateArgs, out: Output): Promise<void> {
+  const email = normalizeEmail(args.email);
+  const password = await passwordFrom(args.passwordStdin, args.admin);
   await withStore(async (store) => {
     const role = args.admin ? 'admin' : 'user';
-    const result = await store.createAccount({ email, role, passwordHash });
+    const result = await store.createAccount({ email, role, passwordHash: password.hash });
     if (!result.ok) throw new CliError(`an account with email ${email} already exists`, 1, 'email_taken');
     const a = result.account;
     out.result(
-      { id: a.id, email: a.email, role: a.role, created_at: new Date(a.createdAt).toISOString() },
-      `Created ${a.role} account ${a.email} (${a.id}).`,
+      {
+        id: a.id,
+        email: a.email,
+        role: a.role,
+        created_at: new Date(a.createdAt).toISOString(),
+        ...(password.generated ? { password: password.generated } : {}),
+      },
+      `Created ${a.role} account ${a.email} (${a.id}).` +
+        (password.generated
+          ? `\nDashboard password (shown once, change it after logging in): ${password.generated}`
+          : ''),
+    );
+  });
+}
+
+/**
+ * `tollgate accounts password --email E [--password-stdin]` — sets a new dashboard password (from stdin,
+ * or generated and printed once) and ends every dashboard session of the account.
+ */
+export async function accountsPassword(
+  args: { email: string | undefined; passwordStdin: boolean },
+  out: Output,
+): Promise<void> {
+  const email = normalizeEmail(args.email);
+  const password = await passwordFrom(args.passwordStdin, true);
+  if (!password.hash) throw new Error('no password to set');
+  const hash = password.hash;
+  await withStore(async (store) => {
+    const account = await accountByEmail(store, email);
+    await dashboardStoreFor(store).changePassword({
+      accountId: account.id,
+      passwordHash: hash,
+      session: undefined,
+    });
+    out.result(
+      {
+        id: account.id,
+        email: account.email,
+        ...(password.generated ? { password: password.generated } : {}),
+      },
+      `Set a new dashboard password for ${account.email}; its sessions were ended.` +
+        (password.generated ? `\nPassword (shown once): ${password.generated}` : ''),
     );
   });
 }

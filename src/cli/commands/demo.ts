@@ -53,7 +53,7 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
   }
   const config = loadConfig(process.env, {
     overrides,
-    defaults: { DATABASE_URL: 'sqlite:./data/demo.db', HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    defaults: { DATABASE_URL: 'sqlite:./data/demo.db', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGNUP: 'open' },
   });
   const server = await createServer(config);
   const url = await server.listen();
@@ -77,6 +77,7 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
     {
       url,
       simulator_url: simulator.url,
+      dashboard_url: `${url}/`,
       email: DEMO_EMAIL,
       password: password ?? null,
       balance: Number(balance),
@@ -88,6 +89,7 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
       `  8 providers are served by the local simulator at ${simulator.url}`,
       `  account: ${DEMO_EMAIL}${password ? ` (password: ${password}, shown once)` : ''}, balance $${balance}`,
       `  API key (shown once): ${key.secret}`,
+      `  dashboard: ${url}/ — log in as ${DEMO_EMAIL} (an admin)${password ? '' : `; the password was shown at the first run (new one: bin/tollgate accounts password --email ${DEMO_EMAIL})`}`,
       '',
       'Try it:',
       curl,

@@ -1,4 +1,6 @@
+import pino from 'pino';
 import { createKey } from '../../auth/keys.js';
+import { announce } from '../../cluster/index.js';
 import { CliError, usageError } from '../cli-error.js';
 import { accountByEmail, withStore } from '../context.js';
 import { isoOrNull, type Output } from '../output.js';
@@ -45,13 +47,21 @@ export async function keysList(args: { email: string | undefined }, out: Output)
 export async function keysRevoke(args: { email: string | undefined; id: string | undefined }, out: Output) {
   if (args.id === undefined) throw usageError('--id is required (see `tollgate keys list`)');
   const id = args.id;
-  await withStore(async (store) => {
+  await withStore(async (store, config) => {
     const account = await accountByEmail(store, args.email);
     const result = await store.revokeApiKey(account.id, id);
     if (result === 'not_found') throw new CliError(`no key ${id} for ${account.email}`, 1, 'key_not_found');
+    // Running instances drop the key from their caches at once when told over Redis; without it they
+    // stop accepting it within KEY_CACHE_TTL_MS (at most 1 s) anyway.
+    const told = await announce(config, pino({ level: 'silent' }), { kind: 'key_revoked', keyId: id });
+    const note = config.redisUrl
+      ? told
+        ? ' Running instances were told over Redis.'
+        : ' Redis did not answer: running instances stop accepting the key within 1 s.'
+      : '';
     out.result(
       { id, revoked: true, already_revoked: result === 'already_revoked' },
-      result === 'already_revoked' ? `Key ${id} was already revoked.` : `Revoked key ${id}.`,
+      result === 'already_revoked' ? `Key ${id} was already revoked.${note}` : `Revoked key ${id}.${note}`,
     );
   });
 }

@@ -1,0 +1,133 @@
+import type { FastifyInstance } from 'fastify';
+import { NANO_PER_USD, parseUsdToNano } from '../billing/money.js';
+import { GatewayError } from '../errors.js';
+import { inviteCodeHash, newInviteCode } from './auth-routes.js';
+import { emailField, fieldsOf, optionalInt, optionalString, queryOf, requiredString } from './body.js';
+import type { DashboardDeps } from './plugin.js';
+import { sessionOf } from './plugin.js';
+import { accountView, inviteView, providerView } from './views.js';
+
+const ID = /^[A-Za-z0-9_]{1,64}$/;
+/** Largest credit one grant may add, so a typo cannot add a fortune. */
+const MAX_GRANT_NANO = 1_000_000 * NANO_PER_USD;
+const DAY_MS = 86_400_000;
+const ERROR_RATE_WINDOW_MS = 3_600_000;
+
+function accountNotFound(): GatewayError {
+  return new GatewayError('not_found', 'No such account.');
+}
+
+/** Administration (admin accounts only): accounts, credit grants, invites, providers. */
+export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
+  const { store, dashboardStore, sessions, authenticator, config, now } = deps;
+  const admin = { config: { access: 'admin' as const } };
+
+  app.get('/accounts', admin, async (request) => {
+    const q = queryOf(request.query, ['search', 'after', 'limit']);
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new GatewayError('invalid_request', '"limit" must be a whole number from 1 to 200.', {
+        param: 'limit',
+      });
+    }
+    const rows = await dashboardStore.listAccounts({
+      limit: limit + 1,
+      ...(q.after !== undefined ? { afterEmail: q.after } : {}),
+      ...(q.search !== undefined ? { search: q.search.trim().toLowerCase().slice(0, 320) } : {}),
+    });
+    const page = rows.slice(0, limit);
+    return {
+      data: page.map(accountView),
+      next_cursor: rows.length > limit ? (page[page.length - 1]?.email ?? null) : null,
+    };
+  });
+
+  app.post<{ Params: { id: string } }>('/accounts/:id/credits', admin, async (request) => {
+    const session = sessionOf(request);
+    const { id } = request.params;
+    const fields = fieldsOf(request.body, ['amount', 'note']);
+    const raw = fields.amount;
+    const amountNano =
+      typeof raw === 'string' || typeof raw === 'number' ? parseUsdToNano(String(raw)) : undefined;
+    if (amountNano === undefined || amountNano <= 0 || amountNano > MAX_GRANT_NANO) {
+      throw new GatewayError(
+        'invalid_request',
+        '"amount" must be a positive dollar amount of at most 1000000, with at most 9 decimal places.',
+        { param: 'amount' },
+      );
+    }
+    const note = requiredString(fields, 'note', 200).trim();
+    if (note === '') throw new GatewayError('invalid_request', '"note" is required.', { param: 'note' });
+    if (!ID.test(id) || !(await store.getAccount(id))) throw accountNotFound();
+    await store.addCredit({ accountId: id, amountNano, note });
+    const account = await store.getAccount(id);
+    if (!account) throw accountNotFound();
+    request.log.info({ adminId: session.accountId, accountId: id, amountNano }, 'credit granted');
+    return { account: accountView(account) };
+  });
+
+  for (const [action, status] of [
+    ['disable', 'disabled'],
+    ['enable', 'active'],
+  ] as const) {
+    app.post<{ Params: { id: string } }>(`/accounts/:id/${action}`, admin, async (request) => {
+      const session = sessionOf(request);
+      const { id } = request.params;
+      fieldsOf(request.body, []);
+      if (!ID.test(id)) throw accountNotFound();
+      if (id === session.accountId) {
+        throw new GatewayError('invalid_request', 'You cannot disable or enable your own account.');
+      }
+      const account = await dashboardStore.setAccountStatus(id, status);
+      if (!account) throw accountNotFound();
+      // The change reaches this process's key cache at once (other processes within KEY_CACHE_TTL_MS).
+      authenticator.forgetAccount(id);
+      if (status === 'disabled') await sessions.endAll(id);
+      request.log.info({ adminId: session.accountId, accountId: id, status }, `account ${status}`);
+      return { account: accountView(account) };
+    });
+  }
+
+  app.get('/providers', admin, async () => {
+    const traffic = await dashboardStore.providerTraffic(now() - ERROR_RATE_WINDOW_MS);
+    const byName = new Map(traffic.map((t) => [t.provider, t]));
+    return {
+      window_minutes: ERROR_RATE_WINDOW_MS / 60_000,
+      data: deps.providers().map((s) => providerView(s, byName.get(s.provider.name))),
+    };
+  });
+
+  app.get('/invites', admin, async () => {
+    const invites = await dashboardStore.listInvites(100);
+    const at = now();
+    return { signup: config.signup, data: invites.map((i) => inviteView(i, at)) };
+  });
+
+  app.post('/invites', admin, async (request, reply) => {
+    const session = sessionOf(request);
+    const fields = fieldsOf(request.body, ['email', 'note', 'expires_in_days']);
+    const email = fields.email === undefined || fields.email === '' ? null : emailField(fields);
+    const note = optionalString(fields, 'note', 200)?.trim() || null;
+    const days = optionalInt(fields, 'expires_in_days', 1, 90) ?? 7;
+    const code = newInviteCode();
+    const invite = await dashboardStore.createInvite({
+      codeHash: inviteCodeHash(code),
+      createdBy: session.accountId,
+      email,
+      note,
+      expiresAt: now() + days * DAY_MS,
+    });
+    request.log.info({ adminId: session.accountId, inviteId: invite.id }, 'invite created');
+    // Like an API key, the code is shown once: only its hash is stored.
+    return reply.code(201).send({ ...inviteView(invite, now()), code });
+  });
+
+  app.delete<{ Params: { id: string } }>('/invites/:id', admin, async (request) => {
+    const { id } = request.params;
+    const outcome = ID.test(id) ? await dashboardStore.revokeInvite(id) : 'not_found';
+    if (outcome === 'not_found') throw new GatewayError('not_found', 'No such invite.');
+    const invite = await dashboardStore.getInvite(id);
+    if (!invite) throw new GatewayError('not_found', 'No such invite.');
+    return inviteView(invite, now());
+  });
+}

@@ -1,0 +1,196 @@
+/** The dashboard's JSON API (`/dashboard/api`, docs/dashboard.md): typed calls and its error shape. */
+
+export interface Account {
+  id: string;
+  email: string;
+  role: 'user' | 'admin';
+  status: 'active' | 'disabled';
+  balance: number;
+  created_at: string;
+}
+
+export type SignupMode = 'open' | 'invite' | 'closed';
+
+export type SessionInfo =
+  | { authenticated: false; signup: SignupMode; api_base_url: string }
+  | {
+      authenticated: true;
+      signup: SignupMode;
+      api_base_url: string;
+      account: Account;
+      csrf_token: string;
+      expires_at: string;
+    };
+
+export interface AccountSummary {
+  account: { id: string; email: string; role: 'user' | 'admin'; created_at: string };
+  balance: number;
+  held: number;
+  spend_today: number;
+  spend_month: number;
+  active_keys: number;
+  key_limit: number;
+}
+
+export interface ApiKey {
+  id: string;
+  name: string;
+  hint: string;
+  status: 'active' | 'revoked';
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+  spend: number;
+  requests: number;
+}
+
+export interface KeyList {
+  data: ApiKey[];
+  active: number;
+  limit: number;
+}
+
+export interface UsageEntry {
+  request_id: string;
+  created_at: string;
+  key: { id: string; name: string | null; hint: string | null };
+  provider: string | null;
+  model: string | null;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  usage_estimated: boolean;
+  cost: number;
+  duration_ms: number;
+  status: 'ok' | 'error';
+  error_code: string | null;
+  http_status: number;
+  client_gone: boolean;
+}
+
+export interface DayTotals {
+  requests: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+}
+
+export interface DailyUsage {
+  days: (DayTotals & { date: string; by_provider: Record<string, DayTotals> })[];
+  providers: string[];
+}
+
+export interface Credit {
+  id: string;
+  amount: number;
+  note: string | null;
+  created_at: string;
+}
+
+export interface ProviderInfo {
+  name: string;
+  model: string;
+  wire_format: string;
+  in_auto_rotation: boolean;
+  active: boolean;
+  inactive_reason: 'not_configured' | 'disabled' | 'circuit_open' | null;
+  circuit: 'closed' | 'open' | 'half_open';
+  input_price: number;
+  output_price: number;
+  requests_last_hour: number;
+  errors_last_hour: number;
+  error_rate: number | null;
+}
+
+export interface Invite {
+  id: string;
+  email: string | null;
+  note: string | null;
+  status: 'open' | 'used' | 'revoked' | 'expired';
+  created_at: string;
+  expires_at: string;
+  used_at: string | null;
+  used_by: string | null;
+}
+
+export const PROVIDERS = [
+  'prov-deepseek',
+  'prov-qwen',
+  'prov-kimi',
+  'prov-gpt-oss-120b',
+  'prov-gemini',
+  'prov-llama',
+  'prov-mistral',
+  'prov-claude',
+] as const;
+
+/** An error answer of the API, in the spec's shape `{error: {message, type, code}}`. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly param: string | undefined,
+  ) {
+    super(message);
+    this.name = 'ApiError';
+  }
+}
+
+let csrfToken: string | undefined;
+let onSessionEnded: () => void = () => {};
+
+/** The session's CSRF token, sent in `X-CSRF-Token` on every state-changing call. */
+export function setCsrfToken(token: string | undefined): void {
+  csrfToken = token;
+}
+
+/** Called when the server says the session is gone (expired, logged out elsewhere). */
+export function setSessionEndedHandler(handler: () => void): void {
+  onSessionEnded = handler;
+}
+
+export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  let res: Response;
+  try {
+    res = await fetch(`/dashboard/api${path}`, {
+      method,
+      headers,
+      credentials: 'same-origin',
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+  } catch {
+    throw new ApiError(
+      0,
+      'network_error',
+      'Cannot reach the server. Check your connection and retry.',
+      undefined,
+    );
+  }
+  if (res.status === 204) return undefined as T;
+  const data: unknown = await res.json().catch(() => undefined);
+  if (!res.ok) {
+    const error = (data as { error?: { code?: string; message?: string; param?: string } } | undefined)
+      ?.error;
+    const err = new ApiError(
+      res.status,
+      error?.code ?? 'error',
+      error?.message ?? `The request failed (HTTP ${res.status}).`,
+      error?.param,
+    );
+    if (err.code === 'not_authenticated') onSessionEnded();
+    throw err;
+  }
+  return data as T;
+}
+
+/** A query string of the set values only. */
+export function query(params: Record<string, string | number | undefined>): string {
+  const q = new URLSearchParams();
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
+  const s = q.toString();
+  return s ? `?${s}` : '';
+}

@@ -1,0 +1,235 @@
+import { type FormEvent, useState } from 'react';
+import { type ApiKey, api, type KeyList } from '../api';
+import { CopyButton } from '../components/copy-button';
+import { Dialog } from '../components/dialog';
+import { GettingStarted } from '../components/getting-started';
+import { ErrorNotice, SuccessNotice } from '../components/notice';
+import { dateTime, usd } from '../format';
+import { useSession } from '../session';
+import { messageOf, useLoad } from '../use-load';
+
+type Created = ApiKey & { key: string };
+
+/** The key just created, shown once, with the snippets filled in. */
+function NewKey({ created, onDone }: { created: Created; onDone: () => void }) {
+  const { apiBaseUrl } = useSession();
+  return (
+    <section className="panel new-key" aria-labelledby="new-key-heading">
+      <h2 id="new-key-heading">Your new key “{created.name}”</h2>
+      <p className="warning" role="alert">
+        <strong>Copy this key now. You will not see it again:</strong> Tollgate stores only a fingerprint of
+        it. If you lose it, revoke it and create another.
+      </p>
+      <div className="secret">
+        <code data-testid="new-key">{created.key}</code>
+        <CopyButton text={created.key} label="Copy key" />
+      </div>
+      <h3>Try it</h3>
+      <GettingStarted baseUrl={apiBaseUrl} apiKey={created.key} />
+      <button type="button" className="button primary" onClick={onDone}>
+        I have copied the key
+      </button>
+    </section>
+  );
+}
+
+function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Created) => void }) {
+  const [name, setName] = useState('');
+  const [error, setError] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const full = list.active >= list.limit;
+
+  async function submit(e: FormEvent) {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      const created = await api<Created>('POST', '/keys', { name: name.trim() });
+      setName('');
+      onCreated(created);
+    } catch (err) {
+      setError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="inline-form" onSubmit={submit} aria-labelledby="create-key-heading">
+      <h2 id="create-key-heading">Create a key</h2>
+      {full && (
+        <output className="notice info">
+          You have {list.active} active keys, the most an account may have. Revoke one to create another.
+        </output>
+      )}
+      <div className="row">
+        <div className="field grow">
+          <label htmlFor="key-name">Name</label>
+          <input
+            id="key-name"
+            required
+            maxLength={100}
+            placeholder="e.g. laptop, billing-service, CI"
+            aria-describedby="key-name-hint"
+            value={name}
+            disabled={full}
+            onChange={(e) => setName(e.target.value)}
+          />
+        </div>
+        <button type="submit" className="button primary" disabled={busy || full || name.trim() === ''}>
+          {busy ? 'Creating…' : 'Create key'}
+        </button>
+      </div>
+      <p id="key-name-hint" className="hint">
+        A name that says where the key is used, so you know which one to revoke.
+      </p>
+      <ErrorNotice>{error}</ErrorNotice>
+    </form>
+  );
+}
+
+export function KeysPage() {
+  const keys = useLoad(() => api<KeyList>('GET', '/keys'), 'keys');
+  const [created, setCreated] = useState<Created>();
+  const [revoking, setRevoking] = useState<ApiKey>();
+  const [revokeError, setRevokeError] = useState<string>();
+  const [revoked, setRevoked] = useState<string>();
+  const [busy, setBusy] = useState(false);
+
+  async function revoke() {
+    if (!revoking) return;
+    setBusy(true);
+    setRevokeError(undefined);
+    try {
+      await api('DELETE', `/keys/${encodeURIComponent(revoking.id)}`);
+      setRevoked(`Key “${revoking.name}” was revoked. Requests with it are refused from now on.`);
+      setRevoking(undefined);
+      keys.reload();
+    } catch (err) {
+      setRevokeError(messageOf(err));
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  const list = keys.data;
+  return (
+    <>
+      <p className="lead">
+        Keys authenticate calls to the API (<code>Authorization: Bearer sk-svc-…</code>). Each has full access
+        to your balance: keep keys out of public places and client-side code.
+        {list && (
+          <>
+            {' '}
+            <strong>
+              {list.active} of {list.limit}
+            </strong>{' '}
+            active.
+          </>
+        )}
+      </p>
+      <ErrorNotice>{keys.error}</ErrorNotice>
+      {created && (
+        <NewKey
+          created={created}
+          onDone={() => {
+            setCreated(undefined);
+          }}
+        />
+      )}
+      {list && !created && (
+        <CreateKeyForm
+          list={list}
+          onCreated={(c) => {
+            setRevoked(undefined);
+            setCreated(c);
+            keys.reload();
+          }}
+        />
+      )}
+      <SuccessNotice>{revoked}</SuccessNotice>
+      {list && (
+        <section className="panel" aria-labelledby="keys-heading">
+          <h2 id="keys-heading">Your keys</h2>
+          {list.data.length === 0 ? (
+            <p className="hint">No keys yet.</p>
+          ) : (
+            <div className="table-wrap">
+              <table className="keys-table stack">
+                <thead>
+                  <tr>
+                    <th scope="col">Name</th>
+                    <th scope="col">Key</th>
+                    <th scope="col">Created</th>
+                    <th scope="col">Last used</th>
+                    <th scope="col" className="num">
+                      Spend
+                    </th>
+                    <th scope="col">Status</th>
+                    <th scope="col">
+                      <span className="visually-hidden">Actions</span>
+                    </th>
+                  </tr>
+                </thead>
+                <tbody>
+                  {list.data.map((k) => (
+                    <tr key={k.id} className={k.status === 'revoked' ? 'muted' : undefined}>
+                      <td data-label="Name">{k.name}</td>
+                      <td data-label="Key">
+                        <code>{k.hint}</code>
+                      </td>
+                      <td data-label="Created">{dateTime(k.created_at)}</td>
+                      <td data-label="Last used">{dateTime(k.last_used_at)}</td>
+                      <td className="num" data-label="Spend">
+                        {usd(k.spend)}
+                      </td>
+                      <td data-label="Status">
+                        <span className={`status ${k.status}`}>
+                          {k.status === 'active' ? 'Active' : 'Revoked'}
+                        </span>
+                      </td>
+                      <td className="actions-cell">
+                        {k.status === 'active' && (
+                          <button
+                            type="button"
+                            className="button danger small"
+                            aria-label={`Revoke key ${k.name}`}
+                            onClick={() => {
+                              setRevokeError(undefined);
+                              setRevoking(k);
+                            }}
+                          >
+                            Revoke
+                          </button>
+                        )}
+                      </td>
+                    </tr>
+                  ))}
+                </tbody>
+              </table>
+            </div>
+          )}
+        </section>
+      )}
+      <Dialog open={revoking !== undefined} title="Revoke this key?" onClose={() => setRevoking(undefined)}>
+        {revoking && (
+          <>
+            <p>
+              Requests with <strong>{revoking.name}</strong> (<code>{revoking.hint}</code>) will be refused at
+              once with 401. This cannot be undone.
+            </p>
+            <ErrorNotice>{revokeError}</ErrorNotice>
+            <div className="actions">
+              <button type="button" className="button secondary" onClick={() => setRevoking(undefined)}>
+                Cancel
+              </button>
+              <button type="button" className="button danger" disabled={busy} onClick={() => void revoke()}>
+                {busy ? 'Revoking…' : 'Revoke key'}
+              </button>
+            </div>
+          </>
+        )}
+      </Dialog>
+    </>
+  );
+}
