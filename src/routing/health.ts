@@ -20,7 +20,13 @@ export type CircuitListener = (
   provider: ProviderName,
   from: CircuitState,
   to: CircuitState,
-  detail: { failures: number; outcomes: number; reason: string },
+  detail: {
+    failures: number;
+    outcomes: number;
+    reason: string;
+    /** True when another instance opened the circuit (shared over Redis) and this one followed. */
+    shared?: boolean;
+  },
 ) => void;
 
 export const DEFAULT_CIRCUIT: CircuitConfig = {
@@ -115,6 +121,27 @@ export class ProviderHealthTracker {
         h.openUntil = now + this.options.coolDownMs;
         this.onChange(name, 'closed', 'open', { ...detail, reason: 'failure rate over threshold' });
       }
+    }
+  }
+
+  /**
+   * Opens the circuit because another instance opened its own (shared over Redis): no traffic goes there
+   * from here either for `forMs`; then this instance lets its own probe through, as after any opening.
+   */
+  openFromPeer(name: ProviderName, forMs: number): void {
+    const h = this.entry(name);
+    const before = this.circuit(name);
+    const until = this.now() + Math.min(forMs, Math.max(this.options.coolDownMs, MAX_RETRY_AFTER_MS));
+    if (h.openUntil !== undefined && h.openUntil >= until) return;
+    h.openUntil = until;
+    if (before !== 'open') {
+      this.prune(h);
+      this.onChange(name, before, 'open', {
+        failures: h.outcomes.filter((o) => !o.ok).length,
+        outcomes: h.outcomes.length,
+        reason: 'opened by another instance',
+        shared: true,
+      });
     }
   }
 

@@ -24,11 +24,11 @@ export interface Route {
  * - provider name in `model` → that provider; model name in `model` → the provider serving it.
  * - `model` absent or "auto" → round-robin over the active auto providers, the next ones as failover.
  */
-export function resolveRoute(
+export async function resolveRoute(
   req: RouteRequest,
   registry: ProviderRegistry,
   rotation: RotationCounter,
-): Route {
+): Promise<Route> {
   const { model, provider } = req;
   if (provider !== undefined) {
     if (!isProviderName(provider)) {
@@ -87,7 +87,7 @@ function explicitRoute(name: ProviderName, registry: ProviderRegistry): Route {
   return { candidates: [status.provider], explicit: true };
 }
 
-function autoRoute(registry: ProviderRegistry, rotation: RotationCounter): Route {
+async function autoRoute(registry: ProviderRegistry, rotation: RotationCounter): Promise<Route> {
   const active = registry.autoList.filter((n) => registry.isActive(n));
   if (active.length === 0) {
     throw new GatewayError(
@@ -98,7 +98,7 @@ function autoRoute(registry: ProviderRegistry, rotation: RotationCounter): Route
       },
     );
   }
-  const start = rotation.next() % active.length;
+  const start = (await rotation.next()) % active.length;
   const candidates: ProviderConfig[] = [];
   for (let i = 0; i < Math.min(active.length, MAX_AUTO_ATTEMPTS); i++) {
     candidates.push(registry.get(active[(start + i) % active.length] as ProviderName));

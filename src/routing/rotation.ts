@@ -1,7 +1,10 @@
-/** Source of the auto-rotation sequence. In-process now; shared across instances when Redis is added. */
+/**
+ * Source of the auto-rotation sequence: this process's own counter, or one shared by every instance over
+ * Redis (`src/cluster/shared-rotation.ts`).
+ */
 export interface RotationCounter {
   /** Returns 0, 1, 2, … — one number per auto-routed request. */
-  next(): number;
+  next(): number | Promise<number>;
 }
 
 export class LocalRotationCounter implements RotationCounter {

@@ -1,0 +1,110 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.js';
+import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
+import { ChangeBus, type ClusterEvent } from './change-bus.js';
+import { RedisLink, redactRedisUrl } from './redis-link.js';
+import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
+import { SharedRotationCounter } from './shared-rotation.js';
+
+export type { ClusterEvent } from './change-bus.js';
+export type { RateDecision } from './shared-rate-limit.js';
+
+/**
+ * State shared by the instances of one deployment over Redis (`REDIS_URL`), or this process's own when
+ * there is none. Nothing here is money: balances and holds live only in the database.
+ */
+export interface Cluster {
+  /** The auto-rotation counter (shared when Redis is up). */
+  rotation: RotationCounter;
+  /** The per-key requests-per-minute bucket across instances, or undefined without Redis. */
+  rateLimit: { take(keyId: string, rpm: number): Promise<RateDecision | undefined> } | undefined;
+  /** Tells the other instances (fire and forget: each receiver has its own bound if it is missed). */
+  publish(event: ClusterEvent): void;
+  /** For /readyz: `off` (no REDIS_URL), `ok`, or `unavailable` (degraded to per-instance state). */
+  status(): 'off' | 'ok' | 'unavailable';
+  close(): Promise<void>;
+}
+
+export interface ClusterOptions {
+  config: Pick<Config, 'redisUrl' | 'redisKeyPrefix' | 'redisTimeoutMs'>;
+  instanceId: string;
+  logger: Logger;
+  /** An event from another instance. */
+  onEvent: (event: ClusterEvent) => void;
+  /** The connection came back: events may have been missed meanwhile. */
+  onResync: () => void;
+  /** How long start-up waits for Redis before going on without it (default 1 s). */
+  connectWaitMs?: number;
+}
+
+/** Per-process state only: what an instance does without Redis. */
+export function localCluster(): Cluster {
+  return {
+    rotation: new LocalRotationCounter(),
+    rateLimit: undefined,
+    publish: () => {},
+    status: () => 'off',
+    close: async () => {},
+  };
+}
+
+/**
+ * Connects to Redis when `REDIS_URL` is set. Start-up waits briefly for the connection and then goes on
+ * regardless: a Redis that is down at start is joined in the background when it comes up.
+ */
+export async function connectCluster(options: ClusterOptions): Promise<Cluster> {
+  const { config, logger } = options;
+  if (!config.redisUrl) return localCluster();
+  const prefix = config.redisKeyPrefix;
+  const link = new RedisLink({
+    url: config.redisUrl,
+    timeoutMs: config.redisTimeoutMs,
+    logger,
+    name: `tollgate-${options.instanceId}`,
+  });
+  const bus = new ChangeBus(link, config.redisUrl, `${prefix}events`, options.instanceId);
+  const waitMs = options.connectWaitMs ?? 1_000;
+  const [connected, subscribed] = await Promise.all([
+    link.ready(waitMs),
+    bus.listen(options.onEvent, options.onResync, waitMs),
+  ]);
+  if (connected && subscribed)
+    logger.info({ redis: redactRedisUrl(config.redisUrl) }, 'sharing state over Redis');
+  const rateLimit = new SharedRateLimit(link, `${prefix}rate:`);
+  return {
+    rotation: new SharedRotationCounter(link, `${prefix}rotation`),
+    rateLimit,
+    publish(event) {
+      void bus.publish(event);
+    },
+    status: () => (link.usable() ? 'ok' : 'unavailable'),
+    async close() {
+      bus.close();
+      await link.close();
+    },
+  };
+}
+
+/**
+ * For short-lived processes (the CLI): announces one event and disconnects. Waits at most about a second
+ * in all; false when Redis could not be reached (the instances' 1 s key cache bound still applies).
+ */
+export async function announce(
+  config: Pick<Config, 'redisUrl' | 'redisKeyPrefix' | 'redisTimeoutMs'>,
+  logger: Logger,
+  event: ClusterEvent,
+): Promise<boolean> {
+  if (!config.redisUrl) return false;
+  const link = new RedisLink({
+    url: config.redisUrl,
+    timeoutMs: Math.max(config.redisTimeoutMs, 500),
+    logger,
+    name: 'tollgate-cli',
+  });
+  try {
+    if (!(await link.ready(1_000))) return false;
+    return await new ChangeBus(link, config.redisUrl, `${config.redisKeyPrefix}events`, 'cli').publish(event);
+  } finally {
+    await link.close();
+  }
+}
