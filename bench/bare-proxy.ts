@@ -1,0 +1,85 @@
+/**
+ * The floor any Node gateway pays: a `node:http` server that forwards each request (method, path, the
+ * headers that matter, body) through one undici Pool to the upstream and sends the answer back. No
+ * parsing, no auth, no accounting — only the two HTTP hops. Bodies are buffered both ways, as a gateway
+ * that reads the request and the answer must do.
+ *
+ * `node dist/bench/bare-proxy.js --upstream http://127.0.0.1:PORT [--connections 64]` prints one JSON line
+ * `{"url": …}` once listening; closes on SIGTERM/SIGINT.
+ *
+ * @see https://undici.nodejs.org/#/docs/api/Pool
+ */
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Pool } from 'undici';
+
+function option(name: string, fallback?: string): string {
+  const i = process.argv.indexOf(name);
+  const value = i >= 0 ? process.argv[i + 1] : fallback;
+  if (value === undefined) {
+    process.stderr.write(`bare-proxy: ${name} is required\n`);
+    process.exit(2);
+  }
+  return value;
+}
+
+const upstream = new URL(option('--upstream'));
+const pool = new Pool(upstream.origin, {
+  connections: Number(option('--connections', '64')),
+  pipelining: 1,
+  keepAliveTimeout: 60_000,
+});
+
+/** Hop-by-hop headers (RFC 9110 §7.6.1) and those the client library sets itself. */
+const DROP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'host', 'content-length', 'upgrade']);
+
+function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) {
+    if (value === undefined || DROP.has(name)) continue;
+    out[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+const server = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on('data', (chunk: Buffer) => chunks.push(chunk));
+  req.on('end', () => {
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    pool
+      .request({
+        method: (req.method ?? 'GET') as 'POST',
+        path: req.url ?? '/',
+        headers: forwardable(req.headers),
+        body: body.length > 0 ? body : null,
+      })
+      .then(async (answer) => {
+        const payload = Buffer.from(await answer.body.arrayBuffer());
+        const headers: Record<string, string> = { 'content-length': String(payload.length) };
+        const type = answer.headers['content-type'];
+        if (typeof type === 'string') headers['content-type'] = type;
+        res.writeHead(answer.statusCode, headers);
+        res.end(payload);
+      })
+      .catch((err: unknown) => {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: `bare-proxy: ${message}` } }));
+      });
+  });
+});
+server.keepAliveTimeout = 60_000;
+
+server.listen(0, '127.0.0.1', () => {
+  const { port } = server.address() as AddressInfo;
+  process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${port}` })}\n`);
+});
+
+const stop = () => {
+  server.close();
+  server.closeAllConnections();
+  pool.close().finally(() => process.exit(0));
+};
+process.once('SIGTERM', stop);
+process.once('SIGINT', stop);

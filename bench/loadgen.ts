@@ -1,0 +1,348 @@
+/**
+ * The load generator: a child process (pinned by the harness to the load generator's CPU) that runs one job
+ * at a time, sent over the IPC channel, and answers with its figures.
+ *
+ * - `closed`: N connections each sending the next request as soon as the previous answer arrived
+ *   (autocannon). Only answers that complete inside the measurement window (after the warm-up) count;
+ *   the target's CPU time is read from /proc at the window's two ends, by this process, so the CPU window
+ *   and the request count cover the same interval.
+ * - `open`: requests sent at fixed scheduled times (every 1/rate s) whatever the answers do, over an
+ *   small keep-alive client (`raw-http.ts`) with enough connections; latency is measured from the *scheduled* send time, so a stalled
+ *   target shows up in the latency instead of slowing the generator down (no coordinated omission).
+ *
+ * Every answer's status is checked: anything but 200 is counted (and reported) as an error.
+ *
+ * This file and what it imports are run by plain `node` (transpiled by the harness): it must not import
+ * anything from `src/`.
+ *
+ * @see https://github.com/mcollina/autocannon#api
+ */
+import { performance } from 'node:perf_hooks';
+import autocannon from 'autocannon';
+import { cpuTimeOfCommandUs, cpuTimeUs } from './proc-stats.js';
+import { RawClient, requestHead } from './raw-http.js';
+import { type LatencySummary, Samples, sleep } from './stats.js';
+
+export interface RequestSpec {
+  url: string;
+  method: 'POST';
+  headers: Record<string, string>;
+  body: string;
+  /** When set, each request uses the next of these `Authorization` values in turn (requests over many keys). */
+  authorizations?: string[];
+}
+
+export interface CpuProbe {
+  pid: number;
+  withDescendants: boolean;
+}
+
+export interface ClosedJob {
+  kind: 'closed';
+  request: RequestSpec;
+  connections: number;
+  warmupSec: number;
+  durationSec: number;
+  /** Processes whose CPU time is read at the window's ends (the target). */
+  cpu: CpuProbe[];
+  /** Also the CPU time of every process with this command name (e.g. `postgres`). */
+  cpuCommand?: string;
+}
+
+export interface OpenJob {
+  kind: 'open';
+  request: RequestSpec;
+  /** Requests per second offered. */
+  rate: number;
+  /** Sends in the first `warmupSec` are made but not counted. */
+  warmupSec: number;
+  durationSec: number;
+  /** Connections the generator may open (default 512). */
+  connections?: number;
+  /** How long to wait for the last answers after the last send (default 30 s); unanswered → timeouts. */
+  drainSec?: number;
+}
+
+export type Job = ClosedJob | OpenJob;
+
+export interface Outcomes {
+  /** Answers with status 200. */
+  ok: number;
+  /** Answers with another status. */
+  non200: number;
+  /** Requests that got no answer (connection errors, timeouts). */
+  errors: number;
+  /** Count per non-200 status. */
+  statuses: Record<string, number>;
+  /** (non200 + errors) / all requests counted, 0..1. */
+  errorRate: number;
+}
+
+export interface ClosedResult extends Outcomes {
+  kind: 'closed';
+  windowSec: number;
+  /** 200 answers per second inside the window. */
+  rps: number;
+  latency: LatencySummary;
+  /** CPU µs used by each probed process over the window (undefined where /proc is not readable). */
+  cpuUs: (number | undefined)[];
+  cpuCommandUs?: number;
+  /** CPU the load generator itself used per request over the window, µs (is the generator the limit?). */
+  generatorCpuUsPerReq: number;
+}
+
+export interface OpenResult extends Outcomes {
+  kind: 'open';
+  offeredRate: number;
+  /** Sends counted (scheduled inside the measured part). */
+  scheduled: number;
+  /** 200 answers per second that completed inside the measured part (a backlog lowers it). */
+  achievedRate: number;
+  /** From the scheduled send time to the end of the answer. */
+  latency: LatencySummary;
+  /** From the actual send to the end of the answer. */
+  service: LatencySummary;
+  /** How late the generator itself sent (actual − scheduled). */
+  sendLag: LatencySummary;
+  /** CPU the load generator itself used per request sent, µs. */
+  generatorCpuUsPerReq: number;
+}
+
+export type JobResult = ClosedResult | OpenResult;
+
+export type LoadgenMessage = { id: number; result: JobResult } | { id: number; error: string };
+
+function outcomes(ok: number, non200: number, errors: number, statuses: Record<string, number>): Outcomes {
+  const all = ok + non200 + errors;
+  return { ok, non200, errors, statuses, errorRate: all === 0 ? 0 : (non200 + errors) / all };
+}
+
+function rotation(spec: RequestSpec): (() => string) | undefined {
+  const list = spec.authorizations;
+  if (!list || list.length === 0) return undefined;
+  let i = 0;
+  return () => list[i++ % list.length] as string;
+}
+
+function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
+  return probes.map((p) => cpuTimeUs(p.pid, p.withDescendants));
+}
+
+async function runClosed(job: ClosedJob): Promise<ClosedResult> {
+  const latency = new Samples();
+  const statuses: Record<string, number> = {};
+  let ok = 0;
+  let non200 = 0;
+  let errors = 0;
+  let measuring = false;
+  const nextAuth = rotation(job.request);
+  const instance = autocannon({
+    url: job.request.url,
+    method: job.request.method,
+    headers: job.request.headers,
+    body: job.request.body,
+    connections: job.connections,
+    pipelining: 1,
+    // Stopped explicitly at the window's end; the duration is only a backstop.
+    duration: job.warmupSec + job.durationSec + 30,
+    timeout: 30,
+    ...(nextAuth
+      ? {
+          requests: [
+            {
+              setupRequest: (request) => ({
+                ...request,
+                headers: { ...request.headers, authorization: nextAuth() },
+              }),
+            },
+          ],
+        }
+      : {}),
+  });
+  instance.on('response', (_client: unknown, status: number, _bytes: number, responseTimeMs: number) => {
+    if (!measuring) return;
+    if (status === 200) {
+      ok++;
+      latency.add(responseTimeMs);
+    } else {
+      non200++;
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  });
+  instance.on('reqError', () => {
+    if (measuring) errors++;
+  });
+  const finished = Promise.resolve(instance);
+
+  await sleep(job.warmupSec * 1000);
+  const cpuStart = cpuNow(job.cpu);
+  const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+  const start = performance.now();
+  const ownStart = process.cpuUsage();
+  measuring = true;
+  await sleep(job.durationSec * 1000);
+  measuring = false;
+  const end = performance.now();
+  const own = process.cpuUsage(ownStart);
+  const cpuEnd = cpuNow(job.cpu);
+  const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+  instance.stop();
+  await finished;
+
+  const windowSec = (end - start) / 1000;
+  return {
+    kind: 'closed',
+    windowSec,
+    rps: ok / windowSec,
+    latency: latency.summary(),
+    cpuUs: cpuStart.map((s, i) => {
+      const e = cpuEnd[i];
+      return s === undefined || e === undefined ? undefined : e - s;
+    }),
+    ...(commandStart !== undefined && commandEnd !== undefined
+      ? { cpuCommandUs: commandEnd - commandStart }
+      : {}),
+    generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, ok + non200 + errors),
+    ...outcomes(ok, non200, errors, statuses),
+  };
+}
+
+async function runOpen(job: OpenJob): Promise<OpenResult> {
+  const url = new URL(job.request.url);
+  const raw = {
+    host: url.hostname,
+    port: Number(url.port || 80),
+    path: url.pathname + url.search,
+    method: job.request.method,
+    headers: job.request.headers,
+    body: Buffer.from(job.request.body),
+  };
+  const client = new RawClient(raw, job.connections ?? 512);
+  const heads = (job.request.authorizations ?? [undefined]).map((a) => requestHead(raw, a));
+  let nextHead = 0;
+  const latency = new Samples(Math.ceil(job.rate * job.durationSec) + 16);
+  const service = new Samples(Math.ceil(job.rate * job.durationSec) + 16);
+  const sendLag = new Samples(Math.ceil(job.rate * job.durationSec) + 16);
+  const statuses: Record<string, number> = {};
+  let ok = 0;
+  let non200 = 0;
+  let errors = 0;
+  let scheduledCounted = 0;
+  let pending = 0;
+  let onIdle: (() => void) | undefined;
+
+  const interval = 1000 / job.rate;
+  const total = Math.max(1, Math.round(job.rate * (job.warmupSec + job.durationSec)));
+  const warmupSends = Math.round(job.rate * job.warmupSec);
+  // At low rates (the 200/s phase) the generator spins (setImmediate) for the last millisecond before each
+  // send so it sends on time; that costs up to a fifth of its CPU there. Above 250/s it would starve the
+  // upstream sharing its CPU, so sends are batched per timer tick instead (up to ~1 ms late). Either way
+  // `sendLag` reports how late it actually was.
+  const spin = job.rate <= 250;
+
+  const windowEnd = () => start + total * interval;
+  let okInWindow = 0;
+
+  let abandoned = false;
+  const finished = () => {
+    pending--;
+    if (pending === 0) onIdle?.();
+  };
+
+  const fire = (index: number, scheduled: number) => {
+    const counted = index >= warmupSends;
+    const sentAt = performance.now();
+    if (counted) {
+      scheduledCounted++;
+      sendLag.add(sentAt - scheduled);
+    }
+    pending++;
+    const head = heads[nextHead++ % heads.length] as Buffer;
+    client.send(head, (status) => {
+      if (abandoned) return;
+      if (counted) {
+        const doneAt = performance.now();
+        if (status === undefined) errors++;
+        else if (status === 200) {
+          ok++;
+          if (doneAt <= windowEnd()) okInWindow++;
+          latency.add(doneAt - scheduled);
+          service.add(doneAt - sentAt);
+        } else {
+          non200++;
+          statuses[status] = (statuses[status] ?? 0) + 1;
+        }
+      }
+      finished();
+    });
+  };
+
+  const ownStart = process.cpuUsage();
+  const start = performance.now() + 20;
+  await new Promise<void>((resolve) => {
+    let i = 0;
+    const tick = () => {
+      const now = performance.now();
+      while (i < total && start + i * interval <= now) {
+        fire(i, start + i * interval);
+        i++;
+      }
+      if (i >= total) {
+        resolve();
+        return;
+      }
+      const wait = start + i * interval - performance.now();
+      if (spin && wait < 1.5) setImmediate(tick);
+      else setTimeout(tick, spin ? wait - 1 : Math.max(0, wait));
+    };
+    tick();
+  });
+
+  if (pending > 0) {
+    const drained = new Promise<void>((resolve) => {
+      onIdle = resolve;
+    });
+    const deadline = sleep((job.drainSec ?? 30) * 1000).then(() => 'timeout' as const);
+    if ((await Promise.race([drained, deadline])) === 'timeout') {
+      abandoned = true;
+      errors += pending;
+    }
+  }
+  client.close();
+  const own = process.cpuUsage(ownStart);
+
+  // The measured part as scheduled; answers that arrive after its end do not count as achieved.
+  const measuredSec = Math.max(1e-3, ((total - warmupSends) * interval) / 1000);
+  return {
+    kind: 'open',
+    offeredRate: job.rate,
+    scheduled: scheduledCounted,
+    achievedRate: okInWindow / measuredSec,
+    latency: latency.summary(),
+    service: service.summary(),
+    sendLag: sendLag.summary(),
+    generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, total),
+    ...outcomes(ok, non200, errors, statuses),
+  };
+}
+
+function runJob(job: Job): Promise<JobResult> {
+  return job.kind === 'closed' ? runClosed(job) : runOpen(job);
+}
+
+// Serve jobs from the parent, one at a time, until the channel closes.
+if (process.send) {
+  let queue: Promise<void> = Promise.resolve();
+  process.on('message', (message: { id: number; job: Job }) => {
+    queue = queue.then(async () => {
+      let reply: LoadgenMessage;
+      try {
+        reply = { id: message.id, result: await runJob(message.job) };
+      } catch (err) {
+        reply = { id: message.id, error: err instanceof Error ? (err.stack ?? err.message) : String(err) };
+      }
+      process.send?.(reply);
+    });
+  });
+  process.on('disconnect', () => process.exit(0));
+}

@@ -1,0 +1,87 @@
+/**
+ * Command-line flags of the benchmark scripts, each with a `BENCH_<FLAG>` environment fallback
+ * (`--runs 5` or `BENCH_RUNS=5`), so `npm run bench -- --quick` and `BENCH_QUICK=1 npm run bench` both work.
+ */
+import { parseArgs } from 'node:util';
+
+export type FlagSpec = Record<string, { type: 'string' | 'boolean'; help: string }>;
+
+export interface Flags {
+  string(name: string): string | undefined;
+  number(name: string, fallback: number): number;
+  boolean(name: string): boolean;
+  list(name: string): string[] | undefined;
+}
+
+function envName(flag: string): string {
+  return `BENCH_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+export function usage(script: string, spec: FlagSpec): string {
+  const lines = [`usage: ${script} [options]`, ''];
+  for (const [name, { type, help }] of Object.entries(spec)) {
+    const flag = `  --${name}${type === 'string' ? ' <value>' : ''}`;
+    lines.push(`${flag.padEnd(28)}${help} (env ${envName(name)})`);
+  }
+  return lines.join('\n');
+}
+
+/** Parses argv against `spec`; prints usage and exits on `--help` or an unknown flag. */
+export function readFlags(script: string, spec: FlagSpec, argv = process.argv.slice(2)): Flags {
+  const options: Record<string, { type: 'string' | 'boolean' }> = { help: { type: 'boolean' } };
+  for (const [name, { type }] of Object.entries(spec)) options[name] = { type };
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | boolean | undefined
+    >;
+  } catch (err) {
+    process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n\n${usage(script, spec)}\n`);
+    process.exit(2);
+  }
+  if (values.help) {
+    process.stdout.write(`${usage(script, spec)}\n`);
+    process.exit(0);
+  }
+  const raw = (name: string): string | boolean | undefined => values[name] ?? process.env[envName(name)];
+  return {
+    string: (name) => {
+      const v = raw(name);
+      return typeof v === 'string' && v.length > 0 ? v : undefined;
+    },
+    number: (name, fallback) => {
+      const v = raw(name);
+      if (v === undefined || v === '') return fallback;
+      const n = Number(v);
+      if (!Number.isFinite(n) || n < 0) {
+        process.stderr.write(`--${name} must be a non-negative number (got ${String(v)})\n`);
+        process.exit(2);
+      }
+      return n;
+    },
+    boolean: (name) => {
+      const v = raw(name);
+      return v === true || v === '1' || v === 'true';
+    },
+    list: (name) => {
+      const v = raw(name);
+      if (typeof v !== 'string' || v.trim() === '') return undefined;
+      return v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0);
+    },
+  };
+}
+
+/** `1k`, `10KB`, `1m`, `1MiB`, `1000000` → a byte or row count. */
+export function parseSize(text: string): number {
+  const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)(i?b)?$/i.exec(text.trim());
+  if (!match) throw new Error(`not a size: ${text}`);
+  const unit = (match[2] ?? '').toLowerCase();
+  const binary = (match[3] ?? '').toLowerCase() === 'ib' || /b$/i.test(match[3] ?? '');
+  const base = binary ? 1024 : 1000;
+  const factor = unit === 'k' ? base : unit === 'm' ? base ** 2 : unit === 'g' ? base ** 3 : 1;
+  return Math.round(Number(match[1]) * factor);
+}

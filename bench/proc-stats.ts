@@ -1,0 +1,135 @@
+/**
+ * Process figures from Linux `/proc`: CPU time (utime + stime) and peak / current resident memory.
+ * Everything returns undefined where `/proc` is not available, so the harness still runs (without those
+ * columns) elsewhere.
+ *
+ * @see https://man7.org/linux/man-pages/man5/proc_pid_stat.5.html
+ * @see https://man7.org/linux/man-pages/man5/proc_pid_status.5.html
+ */
+import { execFileSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+let clockTicks: number | undefined;
+
+/** Clock ticks per second of the `stat` time fields (`getconf CLK_TCK`, 100 on practically every Linux). */
+export function clkTck(): number {
+  if (clockTicks === undefined) {
+    try {
+      const n = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+      clockTicks = Number.isInteger(n) && n > 0 ? n : 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+interface StatFields {
+  ppid: number;
+  /** utime + stime of the process itself (all its threads), in ticks. */
+  own: number;
+  /** cutime + cstime: children it has waited for, in ticks. */
+  reaped: number;
+}
+
+function readStat(pid: number): StatFields | undefined {
+  let text: string;
+  try {
+    text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may contain spaces: split after the last ')'.
+  const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+  // rest[0] is field 3 (state); field n is rest[n - 3].
+  const field = (n: number) => Number(rest[n - 3]);
+  return { ppid: field(4), own: field(14) + field(15), reaped: field(16) + field(17) };
+}
+
+/** Every live descendant of `pid` (children, grandchildren, …), from the ppid of each process in /proc. */
+export function descendants(pid: number): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const childrenOf = new Map<number, number[]>();
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readStat(Number(entry));
+    if (!stat) continue;
+    const list = childrenOf.get(stat.ppid);
+    if (list) list.push(Number(entry));
+    else childrenOf.set(stat.ppid, [Number(entry)]);
+  }
+  const out: number[] = [];
+  const queue = [pid];
+  while (queue.length > 0) {
+    const next = queue.shift() as number;
+    for (const child of childrenOf.get(next) ?? []) {
+      out.push(child);
+      queue.push(child);
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU time used so far, in microseconds: the process's own utime + stime, what it reaped from finished
+ * children, and (with `withDescendants`) the live descendants' own time.
+ */
+export function cpuTimeUs(pid: number, withDescendants = false): number | undefined {
+  const stat = readStat(pid);
+  if (!stat) return undefined;
+  let ticks = stat.own + stat.reaped;
+  if (withDescendants) {
+    for (const child of descendants(pid)) ticks += readStat(child)?.own ?? 0;
+  }
+  return (ticks * 1e6) / clkTck();
+}
+
+function statusField(pid: number, name: 'VmHWM' | 'VmRSS'): number | undefined {
+  try {
+    const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(
+      new RegExp(`^${name}:\\s+(\\d+)\\s+kB`, 'm'),
+    );
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Peak resident set size (VmHWM) in kB. */
+export function peakRssKb(pid: number): number | undefined {
+  return statusField(pid, 'VmHWM');
+}
+
+/** Current resident set size (VmRSS) in kB. */
+export function rssKb(pid: number): number | undefined {
+  return statusField(pid, 'VmRSS');
+}
+
+/** Total CPU time (µs) of every process whose command name is `comm` (e.g. the PostgreSQL server's). */
+export function cpuTimeOfCommandUs(comm: string): number | undefined {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return undefined;
+  }
+  let ticks = 0;
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
+      if (name !== comm) continue;
+      const stat = readStat(Number(entry));
+      if (stat) ticks += stat.own;
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return (ticks * 1e6) / clkTck();
+}

@@ -1,0 +1,294 @@
+/**
+ * Medians over the interleaved runs, the table with the ratios against the bare proxy, the issue's goals as
+ * PASS/FAIL lines, and the JSON file. Ratios and differences are computed per run (target and bare proxy
+ * measured minutes apart in the same run) and then their median is taken, which cancels most of the drift
+ * of a shared machine.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { join } from 'node:path';
+import type { RunMetrics } from './measure.js';
+import { ROOT } from './processes.js';
+import { median } from './stats.js';
+import { TARGET_LABELS, type TargetName } from './targets.js';
+
+export interface RunRecord {
+  run: number;
+  target: TargetName;
+  metrics?: RunMetrics;
+  error?: string;
+}
+
+export interface TargetSummary {
+  name: TargetName;
+  label: string;
+  /** False when it could not run at all (not installed, store not supported, …). */
+  available: boolean;
+  reason?: string;
+  runsMeasured: number;
+  failures: string[];
+  rps?: number;
+  rpsVsBare?: number;
+  c1P50Ms?: number;
+  c1P99Ms?: number;
+  /** Unloaded p50 minus the simulator's own unloaded p50, µs. */
+  addedP50Us?: number;
+  fixedRate: number;
+  fixedP50Ms?: number;
+  fixedP99Ms?: number;
+  fixedAchieved?: number;
+  /** p99 at the fixed rate minus the bare proxy's, ms. */
+  fixedP99OverBareMs?: number;
+  halfRate?: number;
+  halfP50Ms?: number;
+  halfP99Ms?: number;
+  halfAchieved?: number;
+  /** p99 at half its own maximum minus the bare proxy's p99 at half of its maximum, ms. */
+  halfP99OverBareMs?: number;
+  cpuUsPerReq?: number;
+  cpuVsBare?: number;
+  dbCpuUsPerReq?: number;
+  peakRssMb?: number;
+  /** Worst error rate over every phase of every run, 0..1. */
+  errorRate?: number;
+}
+
+export type GoalStatus = 'PASS' | 'FLOOR' | 'FAIL' | 'N/A';
+
+export interface GoalResult {
+  target: TargetName;
+  goal: string;
+  status: GoalStatus;
+  value: string;
+}
+
+function perRun(
+  records: readonly RunRecord[],
+  target: TargetName,
+  pick: (m: RunMetrics, bare: RunMetrics | undefined, sim: RunMetrics | undefined) => number | undefined,
+): number | undefined {
+  const values: (number | undefined)[] = [];
+  for (const r of records) {
+    if (r.target !== target || !r.metrics) continue;
+    const same = (name: TargetName) => records.find((o) => o.run === r.run && o.target === name)?.metrics;
+    values.push(pick(r.metrics, same('bare'), same('sim')));
+  }
+  return median(values);
+}
+
+export function summarize(
+  targets: readonly TargetName[],
+  records: readonly RunRecord[],
+  unavailable: ReadonlyMap<TargetName, string>,
+  fixedRate: number,
+): TargetSummary[] {
+  return targets.map((name) => {
+    const mine = records.filter((r) => r.target === name);
+    const measured = mine.filter((r) => r.metrics);
+    const reason = unavailable.get(name);
+    const base: TargetSummary = {
+      name,
+      label: TARGET_LABELS[name],
+      available: reason === undefined,
+      ...(reason === undefined ? {} : { reason }),
+      runsMeasured: measured.length,
+      failures: mine.flatMap((r) => (r.error ? [`run ${r.run}: ${r.error}`] : [])),
+      fixedRate,
+    };
+    if (measured.length === 0) return base;
+    const m = (pick: Parameters<typeof perRun>[2]) => perRun(records, name, pick);
+    const ratio = (a: number | undefined, b: number | undefined) =>
+      a === undefined || b === undefined || b === 0 ? undefined : a / b;
+    const diff = (a: number | undefined, b: number | undefined) =>
+      a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) ? undefined : a - b;
+    return {
+      ...base,
+      rps: m((x) => x.c50.rps),
+      rpsVsBare: m((x, bare) => ratio(x.c50.rps, bare?.c50.rps)),
+      c1P50Ms: m((x) => x.c1.latency.p50),
+      c1P99Ms: m((x) => x.c1.latency.p99),
+      addedP50Us: m((x, _bare, sim) => {
+        const d = diff(x.c1.latency.p50, sim?.c1.latency.p50);
+        return d === undefined ? undefined : d * 1000;
+      }),
+      fixedP50Ms: m((x) => x.openFixed.latency.p50),
+      fixedP99Ms: m((x) => x.openFixed.latency.p99),
+      fixedAchieved: m((x) => x.openFixed.achievedRate),
+      fixedP99OverBareMs: m((x, bare) => diff(x.openFixed.latency.p99, bare?.openFixed.latency.p99)),
+      halfRate: m((x) => x.halfRate),
+      halfP50Ms: m((x) => x.openHalf.latency.p50),
+      halfP99Ms: m((x) => x.openHalf.latency.p99),
+      halfAchieved: m((x) => x.openHalf.achievedRate),
+      halfP99OverBareMs: m((x, bare) => diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99)),
+      cpuUsPerReq: m((x) => x.cpuUsPerReq),
+      cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
+      dbCpuUsPerReq: m((x) => x.dbCpuUsPerReq),
+      peakRssMb: m((x) => x.peakRssMb),
+      errorRate: Math.max(...measured.map((r) => r.metrics?.errorRate ?? 0)),
+    };
+  });
+}
+
+// ── goals ────────────────────────────────────────────────────────────────────
+
+/** The issue's goals, evaluated for each Tollgate target from the ratios of this run. */
+export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[] {
+  const out: GoalResult[] = [];
+  for (const s of summaries) {
+    if ((s.name !== 'sqlite' && s.name !== 'postgres') || s.runsMeasured === 0) continue;
+    const add = (goal: string, status: GoalStatus, value: string) =>
+      out.push({ target: s.name, goal, status, value });
+    const check = (
+      goal: string,
+      value: number | undefined,
+      ok: (v: number) => boolean,
+      shown: (v: number) => string,
+    ) =>
+      value === undefined
+        ? add(goal, 'N/A', 'not measured')
+        : add(goal, ok(value) ? 'PASS' : 'FAIL', shown(value));
+
+    if (s.rpsVsBare === undefined)
+      add('req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)', 'N/A', 'no bare proxy run');
+    else {
+      const r = s.rpsVsBare;
+      add(
+        'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)',
+        r >= 0.7 ? 'PASS' : r >= 0.5 ? 'FLOOR' : 'FAIL',
+        `${r.toFixed(2)}×`,
+      );
+    }
+    check(
+      'gateway CPU per request ≤ 1.4× the bare proxy',
+      s.cpuVsBare,
+      (v) => v <= 1.4,
+      (v) => `${v.toFixed(2)}×`,
+    );
+    check(
+      'unloaded added p50 over the upstream ≤ 250 µs',
+      s.addedP50Us,
+      (v) => v <= 250,
+      (v) => `${v.toFixed(0)} µs`,
+    );
+    check(
+      `p99 at ${s.fixedRate}/s ≤ the bare proxy's + 1 ms`,
+      s.fixedP99OverBareMs,
+      (v) => v <= 1,
+      (v) => `${signed(v, 2)} ms`,
+    );
+    check(
+      "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms",
+      s.halfP99OverBareMs,
+      (v) => v <= 1,
+      (v) => `${signed(v, 2)} ms`,
+    );
+    check(
+      'peak RSS under c50 ≤ 150 MB',
+      s.peakRssMb,
+      (v) => v <= 150,
+      (v) => `${v.toFixed(0)} MB`,
+    );
+    add('memory flat (±10%) over a 5-minute soak', 'N/A', 'measured by `npm run bench:soak`');
+  }
+  return out;
+}
+
+function signed(v: number, digits: number): string {
+  return `${v >= 0 ? '+' : ''}${v.toFixed(digits)}`;
+}
+
+// ── table ────────────────────────────────────────────────────────────────────
+
+export function fmt(value: number | undefined, digits = 0): string {
+  if (value === undefined || !Number.isFinite(value)) return '—';
+  return value.toFixed(digits);
+}
+
+/** A plain text table: first column left-aligned, the others right-aligned. */
+export function table(header: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: readonly string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [line(header), widths.map((w) => '─'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+export function renderTable(summaries: readonly TargetSummary[]): string {
+  const header = [
+    'target',
+    'req/s',
+    '×bare',
+    'c1 p50 ms',
+    'c1 p99 ms',
+    '+p50 µs',
+    `${summaries[0]?.fixedRate ?? 200}/s p50`,
+    'p99 ms',
+    '½max r/s',
+    'p50 ms',
+    'p99 ms',
+    'CPU µs/req',
+    '×bare',
+    'RSS MB',
+    'errors',
+  ];
+  const rows = summaries.map((s) => {
+    if (!s.available || s.runsMeasured === 0) {
+      const why = s.reason ?? s.failures[0] ?? 'no successful run';
+      return [s.label, `unavailable: ${why.slice(0, 120)}`];
+    }
+    const flagged = (s.errorRate ?? 0) > 0.01;
+    return [
+      s.label,
+      fmt(s.rps),
+      fmt(s.rpsVsBare, 2),
+      fmt(s.c1P50Ms, 3),
+      fmt(s.c1P99Ms, 3),
+      fmt(s.addedP50Us),
+      fmt(s.fixedP50Ms, 3),
+      fmt(s.fixedP99Ms, 3),
+      fmt(s.halfRate),
+      fmt(s.halfP50Ms, 3),
+      fmt(s.halfP99Ms, 3),
+      fmt(s.cpuUsPerReq),
+      fmt(s.cpuVsBare, 2),
+      fmt(s.peakRssMb),
+      `${fmt((s.errorRate ?? 0) * 100, 2)}%${flagged ? ' !' : ''}`,
+    ];
+  });
+  // Unavailable rows have two cells: print them after the table's columns without padding the rest.
+  const full = rows.filter((r) => r.length === header.length);
+  const short = rows.filter((r) => r.length !== header.length);
+  const text = table(header, full);
+  return short.length === 0 ? text : `${text}\n${short.map((r) => `${r[0]}  ${r[1]}`).join('\n')}`;
+}
+
+export function renderGoals(goals: readonly GoalResult[]): string {
+  if (goals.length === 0) return 'Goals: no Tollgate target was measured.';
+  const lines = ['Goals (from the ratios of this run):'];
+  for (const g of goals) {
+    const status = g.status === 'FLOOR' ? 'PASS (floor only)' : g.status;
+    lines.push(`  ${status.padEnd(17)} ${g.target.padEnd(8)} ${g.goal}: ${g.value}`);
+  }
+  return lines.join('\n');
+}
+
+// ── JSON ─────────────────────────────────────────────────────────────────────
+
+export function machineInfo(): Record<string, unknown> {
+  const list = cpus();
+  return {
+    cpus: list.length,
+    cpuModel: list[0]?.model,
+    node: process.version,
+    platform: `${process.platform} ${process.arch}`,
+    loadavg: loadavg(),
+  };
+}
+
+/** Writes `bench/results/<prefix><ISO time>.json` and returns its path. */
+export function writeResults(prefix: string, data: unknown, startedAt: Date): string {
+  const dir = join(ROOT, 'bench', 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${prefix}${startedAt.toISOString().replace(/:/g, '-')}.json`);
+  writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);
+  return file;
+}

@@ -1,0 +1,487 @@
+/**
+ * The targets the benchmark measures, each started as its own process:
+ *
+ * 1. `sim`      — the upstream simulator itself (zero latency): the ceiling.
+ * 2. `bare`     — `bench/bare-proxy.ts`, node:http + one undici Pool: the floor any Node gateway pays.
+ * 3. `sqlite`   — `bin/tollgate serve` on a fresh SQLite file: auth, hold, settle and a usage row per call.
+ * 4. `postgres` — the same with `DATABASE_URL=postgres://…`, on a fresh database per run.
+ * 5. `portkey`  — Portkey's open-source gateway, when `@portkey-ai/gateway` is installed.
+ *
+ * For 2–5 the upstream is a simulator on the load CPU; for 1 the simulator is the target (on the target
+ * CPU). Every target is probed with one real request (must answer 200) before it is measured.
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import pg from 'pg';
+import { createKey } from '../src/auth/keys.js';
+import { CATALOG, envNameOf } from '../src/providers/catalog.js';
+import { FORMATS } from '../src/simulator/server.js';
+import { openStore } from '../src/store/index.js';
+import type { RequestSpec } from './loadgen.js';
+import {
+  BENCH_DIST,
+  BIN,
+  baseEnv,
+  onCleanup,
+  type Pinning,
+  ROOT,
+  type RunningProcess,
+  SIMULATOR_MAIN,
+  startProcess,
+} from './processes.js';
+
+export type TargetName = 'sim' | 'bare' | 'sqlite' | 'postgres' | 'portkey';
+export const ALL_TARGETS: readonly TargetName[] = ['sim', 'bare', 'sqlite', 'postgres', 'portkey'];
+
+export const TARGET_LABELS: Record<TargetName, string> = {
+  sim: '(1) upstream simulator',
+  bare: '(2) bare undici proxy',
+  sqlite: '(3) Tollgate · SQLite',
+  postgres: '(4) Tollgate · PostgreSQL',
+  portkey: '(5) Portkey gateway',
+};
+
+/** The provider every request goes to: an OpenAI-compatible one, as most traffic is. */
+export const BENCH_PROVIDER =
+  CATALOG.find((p) => p.name === 'prov-deepseek') ?? (CATALOG[0] as (typeof CATALOG)[0]);
+const UPSTREAM_KEY = 'upstream-secret';
+/** Credit of the benchmark account: $1,000,000 in nanodollars, enough for any run. */
+export const BENCH_CREDIT_NANO = 1_000_000 * 1_000_000_000;
+
+/** A target that cannot run here (not installed, store not supported, …): reported, not fatal. */
+export class Unavailable extends Error {}
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+export const TINY_MESSAGES: ChatMessage[] = [{ role: 'user', content: 'hi' }];
+
+/** The request body: `model` is the gateway's provider name or the upstream's model name. */
+export function chatBody(
+  model: string,
+  messages: readonly ChatMessage[] = TINY_MESSAGES,
+  maxTokens = 16,
+): string {
+  return JSON.stringify({ model, messages, max_tokens: maxTokens });
+}
+
+/** The simulator's base URL for the benchmark provider, as the official SDK of its wire format takes it. */
+export function simBaseUrl(simUrl: string, provider = BENCH_PROVIDER): string {
+  const format = FORMATS.find((f) => f.format === provider.wireFormat);
+  if (!format) throw new Error(`simulator has no ${provider.wireFormat} format`);
+  return format.baseUrl(simUrl, provider.name.replace(/^prov-/, ''));
+}
+
+/** `PROV_<NAME>_BASE_URL` / `_API_KEY` for every provider of the catalog, all pointing at the simulator. */
+export function providerEnv(simUrl: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const entry of CATALOG) {
+    env[`PROV_${envNameOf(entry.name)}_BASE_URL`] = simBaseUrl(simUrl, entry);
+    env[`PROV_${envNameOf(entry.name)}_API_KEY`] = UPSTREAM_KEY;
+  }
+  return env;
+}
+
+export interface RunningTarget {
+  name: TargetName;
+  /** The measured process. */
+  pid: number;
+  /** Count the CPU of its descendants too (Tollgate, should it ever start helpers). */
+  withDescendants: boolean;
+  /** Also count the CPU of processes with this command name (the database server). */
+  cpuCommand?: string;
+  request: RequestSpec;
+  process: RunningProcess;
+  stop(): Promise<void>;
+}
+
+export interface TargetContext {
+  pinning: Pinning;
+  /** Temp directory for this run's files (logs, databases). */
+  dir: string;
+  /** Admin connection for creating a database per run (`postgres` target). */
+  pgAdminUrl: string;
+  /** Messages of every request (default: one short user message). */
+  messages?: readonly ChatMessage[];
+  /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
+  tollgateEnv?: Record<string, string>;
+}
+
+// ── simulator ────────────────────────────────────────────────────────────────
+
+export async function startSimulator(
+  cpu: string | undefined,
+  dir: string,
+  name = 'simulator',
+): Promise<RunningProcess> {
+  if (!existsSync(SIMULATOR_MAIN))
+    throw new Error(`${SIMULATOR_MAIN} is missing: run \`npm run build\` first`);
+  return startProcess({
+    name,
+    command: process.execPath,
+    args: [SIMULATOR_MAIN, '--host', '127.0.0.1', '--port', '0', '--latency-ms', '0'],
+    env: baseEnv(),
+    cpu,
+    dir,
+  });
+}
+
+/**
+ * The simulator records every request it receives (for the tests' assertions). Under load that record grows
+ * without bound and slows the upstream down, so it is cleared every second while a target is measured.
+ */
+export function startSimulatorJanitor(simUrl: string): () => void {
+  const timer = setInterval(() => {
+    fetch(`${simUrl}/__sim/reset`, { method: 'POST' })
+      .then((r) => r.arrayBuffer())
+      .catch(() => undefined);
+  }, 1000);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+function simRequest(simUrl: string, messages: readonly ChatMessage[]): RequestSpec {
+  return {
+    url: `${simBaseUrl(simUrl)}/chat/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${UPSTREAM_KEY}` },
+    body: chatBody(BENCH_PROVIDER.model, messages),
+  };
+}
+
+/** Sends one request and throws unless it is answered 200. */
+export async function probe(spec: RequestSpec): Promise<void> {
+  const headers = { ...spec.headers };
+  if (spec.authorizations?.[0]) headers.authorization = spec.authorizations[0];
+  const response = await fetch(spec.url, { method: spec.method, headers, body: spec.body });
+  const text = await response.text();
+  if (response.status !== 200) {
+    throw new Error(`probe request answered ${response.status}: ${text.slice(0, 300)}`);
+  }
+}
+
+/** Starts an upstream simulator for a target, cleared by a janitor, stopped with it. */
+async function withUpstream(
+  ctx: TargetContext,
+  start: (sim: RunningProcess) => Promise<Omit<RunningTarget, 'stop'>>,
+): Promise<RunningTarget> {
+  const sim = await startSimulator(ctx.pinning.load, ctx.dir, 'upstream');
+  const stopJanitor = startSimulatorJanitor(sim.url);
+  try {
+    const target = await start(sim);
+    return {
+      ...target,
+      stop: async () => {
+        await target.process.stop();
+        stopJanitor();
+        await sim.stop();
+      },
+    };
+  } catch (err) {
+    stopJanitor();
+    await sim.stop();
+    throw err;
+  }
+}
+
+// ── targets ──────────────────────────────────────────────────────────────────
+
+async function startSimTarget(ctx: TargetContext): Promise<RunningTarget> {
+  const sim = await startSimulator(ctx.pinning.target, ctx.dir, 'sim-target');
+  const stopJanitor = startSimulatorJanitor(sim.url);
+  const request = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+  try {
+    await probe(request);
+  } catch (err) {
+    stopJanitor();
+    await sim.stop();
+    throw err;
+  }
+  return {
+    name: 'sim',
+    pid: sim.pid,
+    withDescendants: false,
+    request,
+    process: sim,
+    stop: async () => {
+      stopJanitor();
+      await sim.stop();
+    },
+  };
+}
+
+export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget> {
+  return withUpstream(ctx, async (sim) => {
+    const proxy = await startProcess({
+      name: 'bare-proxy',
+      command: process.execPath,
+      args: [join(BENCH_DIST, 'bare-proxy.js'), '--upstream', sim.url, '--connections', '64'],
+      env: baseEnv(),
+      cpu: ctx.pinning.target,
+      dir: ctx.dir,
+    });
+    const upstream = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+    const request = { ...upstream, url: upstream.url.replace(sim.url, proxy.url) };
+    try {
+      await probe(request);
+    } catch (err) {
+      await proxy.stop();
+      throw err;
+    }
+    return { name: 'bare', pid: proxy.pid, withDescendants: false, request, process: proxy };
+  });
+}
+
+/** Seeds a database for Tollgate; returns the API keys the load should use (one or many). */
+export type Seeder = (databaseUrl: string) => Promise<string[]>;
+
+/** One account with a large balance and one key, through the store API (as an operator's CLI would). */
+export const seedOneKey: Seeder = async (databaseUrl) => {
+  const store = await openStore(databaseUrl);
+  try {
+    await store.migrate();
+    const created = await store.createAccount({
+      email: 'bench@example.com',
+      role: 'user',
+      passwordHash: null,
+    });
+    if (!created.ok) throw new Error(`could not create the benchmark account: ${created.reason}`);
+    await store.addCredit({
+      accountId: created.account.id,
+      amountNano: BENCH_CREDIT_NANO,
+      note: 'benchmark',
+    });
+    const key = await createKey(store, created.account.id, 'benchmark');
+    if (!key.ok) throw new Error(`could not create the benchmark key: ${key.message}`);
+    return [key.secret];
+  } finally {
+    await store.close();
+  }
+};
+
+export interface TollgateOptions {
+  name: 'sqlite' | 'postgres';
+  databaseUrl: string;
+  seed?: Seeder;
+  /** Skip seeding: the database was prepared already and these keys exist. */
+  keys?: string[];
+}
+
+/** `bin/tollgate serve --json` pinned to the target CPU, every provider pointed at the upstream simulator. */
+export async function startTollgate(ctx: TargetContext, options: TollgateOptions): Promise<RunningTarget> {
+  const keys = options.keys ?? (await (options.seed ?? seedOneKey)(options.databaseUrl));
+  return withUpstream(ctx, async (sim) => {
+    const gateway = await startProcess({
+      name: `tollgate-${options.name}`,
+      command: process.execPath,
+      args: [BIN, 'serve', '--json'],
+      env: baseEnv({
+        DATABASE_URL: options.databaseUrl,
+        PORT: '0',
+        HOST: '127.0.0.1',
+        LOG_LEVEL: 'warn',
+        ...providerEnv(sim.url),
+        ...ctx.tollgateEnv,
+      }),
+      cpu: ctx.pinning.target,
+      dir: ctx.dir,
+    });
+    const request: RequestSpec = {
+      url: `${gateway.url}/api/v1/chat/completions`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[0]}` },
+      body: chatBody(BENCH_PROVIDER.name, ctx.messages ?? TINY_MESSAGES),
+      ...(keys.length > 1 ? { authorizations: keys.map((k) => `Bearer ${k}`) } : {}),
+    };
+    try {
+      await probe(request);
+    } catch (err) {
+      await gateway.stop();
+      throw err;
+    }
+    return {
+      name: options.name,
+      pid: gateway.pid,
+      withDescendants: true,
+      ...(options.name === 'postgres' ? { cpuCommand: 'postgres' } : {}),
+      request,
+      process: gateway,
+    };
+  });
+}
+
+async function startSqliteTarget(ctx: TargetContext): Promise<RunningTarget> {
+  return startTollgate(ctx, { name: 'sqlite', databaseUrl: `sqlite:${join(ctx.dir, 'tollgate.db')}` });
+}
+
+// ── PostgreSQL ───────────────────────────────────────────────────────────────
+
+/** Creates `tollgate_bench_<random>` next to the admin database; `drop()` removes it. */
+export async function createPgDatabase(
+  adminUrl: string,
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `tollgate_bench_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
+  try {
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${name}`);
+  } catch (err) {
+    throw new Unavailable(
+      `PostgreSQL at ${redact(adminUrl)}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  } finally {
+    await admin.end().catch(() => undefined);
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  let dropped = false;
+  const drop = async () => {
+    if (dropped) return;
+    dropped = true;
+    unregister();
+    const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 5_000 });
+    try {
+      await client.connect();
+      await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    } finally {
+      await client.end().catch(() => undefined);
+    }
+  };
+  const unregister = onCleanup(drop);
+  return { url: url.toString(), drop };
+}
+
+function redact(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return '(invalid url)';
+  }
+}
+
+async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
+  const database = await createPgDatabase(ctx.pgAdminUrl);
+  try {
+    let target: RunningTarget;
+    try {
+      target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url });
+    } catch (err) {
+      // Any start-up failure (the store not supported yet, a migration error) makes the target unavailable.
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Unavailable(message.split('\n').slice(0, 6).join(' ').slice(0, 400));
+    }
+    return {
+      ...target,
+      stop: async () => {
+        await target.stop();
+        await database.drop();
+      },
+    };
+  } catch (err) {
+    await database.drop().catch(() => undefined);
+    throw err;
+  }
+}
+
+// ── Portkey ──────────────────────────────────────────────────────────────────
+
+/**
+ * The start script of `@portkey-ai/gateway` when it is installed: its package's `bin`
+ * (`build/start-server.js`), which takes `--port=N` and `--headless`.
+ *
+ * @see https://github.com/Portkey-AI/gateway/blob/main/src/start-server.ts
+ */
+export function portkeyStartScript(): string | undefined {
+  const pkgFile = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'package.json');
+  if (!existsSync(pkgFile)) return undefined;
+  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { bin?: string | Record<string, string> };
+  const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin ? Object.values(pkg.bin)[0] : undefined;
+  const script = join(dirname(pkgFile), bin ?? 'build/start-server.js');
+  return existsSync(script) ? script : undefined;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+/**
+ * Portkey routes a request to any OpenAI-compatible base URL with the headers `x-portkey-provider: openai`
+ * and `x-portkey-custom-host: <base URL incl. /v1>`; the `Authorization` header is passed on to the upstream.
+ * Recent versions only allow custom hosts listed in `ALLOWED_CUSTOM_HOSTS` (loopback by default).
+ *
+ * @see https://portkey.ai/docs/integrations/llms/byollm
+ * @see https://portkey.ai/docs/api-reference/inference-api/headers
+ */
+async function startPortkeyTarget(ctx: TargetContext): Promise<RunningTarget> {
+  const script = portkeyStartScript();
+  if (!script) throw new Unavailable('not installed (@portkey-ai/gateway is not in node_modules)');
+  return withUpstream(ctx, async (sim) => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    const upstream = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+    const request: RequestSpec = {
+      ...upstream,
+      url: `${url}/v1/chat/completions`,
+      headers: {
+        ...upstream.headers,
+        'x-portkey-provider': 'openai',
+        'x-portkey-custom-host': simBaseUrl(sim.url),
+      },
+    };
+    const gateway = await startProcess({
+      name: 'portkey',
+      command: process.execPath,
+      args: [script, `--port=${port}`, '--headless'],
+      env: baseEnv({ NODE_ENV: 'production', ALLOWED_CUSTOM_HOSTS: '127.0.0.1,localhost' }),
+      cpu: ctx.pinning.target,
+      dir: ctx.dir,
+      fixedUrl: url,
+      probe: () => probe(request).then(() => true),
+      timeoutMs: 30_000,
+    });
+    return { name: 'portkey', pid: gateway.pid, withDescendants: true, request, process: gateway };
+  });
+}
+
+// ── entry ────────────────────────────────────────────────────────────────────
+
+export function startTarget(name: TargetName, ctx: TargetContext): Promise<RunningTarget> {
+  switch (name) {
+    case 'sim':
+      return startSimTarget(ctx);
+    case 'bare':
+      return startBareTarget(ctx);
+    case 'sqlite':
+      return startSqliteTarget(ctx);
+    case 'postgres':
+      return startPostgresTarget(ctx);
+    case 'portkey':
+      return startPortkeyTarget(ctx);
+  }
+}
+
+/** A fresh temp directory, removed on clean-up. */
+export function tempDir(prefix: string): { dir: string; remove: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `tollgate-bench-${prefix}-`));
+  const remove = () => {
+    unregister();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  const unregister = onCleanup(remove);
+  return { dir, remove };
+}

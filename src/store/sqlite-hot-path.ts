@@ -1,0 +1,227 @@
+import { randomBytes } from 'node:crypto';
+import type SQLite from 'better-sqlite3';
+import { toNumber } from './schema.js';
+import type {
+  KeyAuthRecord,
+  PlaceHoldInput,
+  PlaceHoldResult,
+  ReleaseInput,
+  SettleInput,
+  SettleResult,
+  UsageRecord,
+} from './types.js';
+
+type Row = Record<string, number | string | null>;
+
+/** The usage table's columns, in insert order (also used by the bench's bulk loader). */
+export const USAGE_COLUMNS = [
+  'request_id',
+  'account_id',
+  'key_id',
+  'provider',
+  'model',
+  'prompt_tokens',
+  'completion_tokens',
+  'usage_estimated',
+  'input_cost_nano',
+  'output_cost_nano',
+  'shortfall_nano',
+  'status',
+  'error_code',
+  'http_status',
+  'duration_ms',
+  'client_gone',
+  'created_at',
+] as const;
+
+function usageParams(u: UsageRecord, shortfallNano: number): unknown[] {
+  return [
+    u.requestId,
+    u.accountId,
+    u.keyId,
+    u.provider,
+    u.model,
+    u.promptTokens,
+    u.completionTokens,
+    u.usageEstimated ? 1 : 0,
+    u.inputCostNano,
+    u.outputCostNano,
+    shortfallNano,
+    u.status,
+    u.errorCode,
+    u.httpStatus,
+    u.durationMs,
+    u.clientGone ? 1 : 0,
+    u.createdAt,
+  ];
+}
+
+/**
+ * The per-request statements of the embedded SQLite store, prepared once and run in synchronous
+ * better-sqlite3 transactions (BEGIN IMMEDIATE): the same rows and the same arithmetic as KyselyStore's
+ * generic versions, without building SQL or hopping through promises on every call. A transaction here
+ * never spans an `await`, so it can never interleave with another one on the shared connection; while a
+ * Kysely transaction is open on it (`inTransaction`), callers must use the generic path instead, which
+ * queues behind it.
+ */
+export class SqliteHotPath {
+  private readonly stmt: ReturnType<typeof prepareAll>;
+  private readonly placeTx: (input: PlaceHoldInput) => PlaceHoldResult;
+  private readonly settleTx: (input: SettleInput) => SettleResult;
+  private readonly releaseTx: (input: ReleaseInput) => { balanceNano: number };
+
+  constructor(
+    private readonly db: SQLite.Database,
+    private readonly now: () => number,
+  ) {
+    this.stmt = prepareAll(db);
+    this.placeTx = db.transaction((input: PlaceHoldInput) => this.placeInTx(input)).immediate;
+    this.settleTx = db.transaction((input: SettleInput) => this.settleInTx(input)).immediate;
+    this.releaseTx = db.transaction((input: ReleaseInput) => this.releaseInTx(input)).immediate;
+  }
+
+  /** Whether a (Kysely) transaction is open on the connection right now. */
+  get busy(): boolean {
+    return this.db.inTransaction;
+  }
+
+  findKeyByHash(keyHash: string): KeyAuthRecord | undefined {
+    const row = this.stmt.findKey.get(keyHash) as Row | undefined;
+    if (!row) return undefined;
+    return {
+      keyId: row.key_id as string,
+      keyName: row.key_name as string,
+      accountId: row.account_id as string,
+      accountStatus: row.account_status as KeyAuthRecord['accountStatus'],
+      revoked: row.revoked_at !== null,
+    };
+  }
+
+  placeHold(input: PlaceHoldInput): PlaceHoldResult {
+    return this.placeTx(input);
+  }
+
+  settle(input: SettleInput): SettleResult {
+    return this.settleTx(input);
+  }
+
+  release(input: ReleaseInput): { balanceNano: number } {
+    return this.releaseTx(input);
+  }
+
+  recordUsage(usage: UsageRecord): void {
+    this.stmt.insertUsage.run(...usageParams(usage, 0));
+  }
+
+  private placeInTx(input: PlaceHoldInput): PlaceHoldResult {
+    // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
+    const updated = this.stmt.takeHold.get(input.amountNano, input.accountId, input.amountNano) as
+      | Row
+      | undefined;
+    if (!updated) {
+      const account = this.stmt.accountState.get(input.accountId) as Row | undefined;
+      const balanceNano = account ? toNumber(account.balance_nano as number) : 0;
+      const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
+      return { ok: false, reason, balanceNano };
+    }
+    this.stmt.insertHold.run(
+      input.holdId,
+      input.accountId,
+      input.requestId,
+      input.amountNano,
+      input.owner,
+      input.createdAt,
+      input.expiresAt,
+    );
+    return { ok: true, balanceNano: toNumber(updated.balance_nano as number) };
+  }
+
+  /** Closes an open hold, returning its amount; 0 when it was already closed (never returned twice). */
+  private closeHold(holdId: string, accountId: string, reason: string): number {
+    const row = this.stmt.closeHold.get(this.now(), reason, holdId, accountId) as Row | undefined;
+    return row ? toNumber(row.amount_nano as number) : 0;
+  }
+
+  private balanceOf(accountId: string): number {
+    const row = this.stmt.balance.get(accountId) as Row | undefined;
+    if (!row) throw new Error(`no account ${accountId}`);
+    return toNumber(row.balance_nano as number);
+  }
+
+  private settleInTx(input: SettleInput): SettleResult {
+    const held = this.closeHold(input.holdId, input.accountId, 'settled');
+    // Charge from the hold first, then from the balance as far as it goes; never below zero.
+    const available = this.balanceOf(input.accountId) + held;
+    const chargedNano = Math.min(input.costNano, available);
+    const shortfallNano = input.costNano - chargedNano;
+    const next = available - chargedNano;
+    this.stmt.setBalance.run(next, input.accountId);
+    if (chargedNano > 0) {
+      this.stmt.insertCharge.run(
+        `led_${randomBytes(12).toString('hex')}`,
+        input.accountId,
+        chargedNano,
+        input.usage.requestId,
+        this.now(),
+      );
+    }
+    this.stmt.insertUsage.run(...usageParams(input.usage, shortfallNano));
+    const settled = { balanceNano: next, chargedNano, shortfallNano };
+    if (input.idempotency) {
+      this.stmt.finishIdempotent.run(
+        input.idempotency.render(settled),
+        input.accountId,
+        input.idempotency.key,
+        input.usage.requestId,
+      );
+    }
+    return settled;
+  }
+
+  private releaseInTx(input: ReleaseInput): { balanceNano: number } {
+    const held = this.closeHold(input.holdId, input.accountId, 'released');
+    const next = this.balanceOf(input.accountId) + held;
+    if (held > 0) this.stmt.setBalance.run(next, input.accountId);
+    if (input.usage) this.stmt.insertUsage.run(...usageParams(input.usage, 0));
+    return { balanceNano: next };
+  }
+}
+
+function prepareAll(db: SQLite.Database) {
+  return {
+    findKey: db.prepare(
+      `select k.id as key_id, k.name as key_name, k.account_id as account_id, k.revoked_at as revoked_at,
+              a.status as account_status
+         from api_keys k join accounts a on a.id = k.account_id
+        where k.key_hash = ?`,
+    ),
+    takeHold: db.prepare(
+      `update accounts set balance_nano = balance_nano - ?
+        where id = ? and status = 'active' and balance_nano >= ?
+        returning balance_nano`,
+    ),
+    accountState: db.prepare('select balance_nano, status from accounts where id = ?'),
+    insertHold: db.prepare(
+      `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
+       values (?, ?, ?, ?, ?, ?, ?, null, null)`,
+    ),
+    closeHold: db.prepare(
+      `update holds set closed_at = ?, close_reason = ?
+        where id = ? and account_id = ? and closed_at is null
+        returning amount_nano`,
+    ),
+    balance: db.prepare('select balance_nano from accounts where id = ?'),
+    setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
+    insertCharge: db.prepare(
+      `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+       values (?, ?, 'charge', ?, ?, null, ?)`,
+    ),
+    insertUsage: db.prepare(
+      `insert into usage (${USAGE_COLUMNS.join(', ')}) values (${USAGE_COLUMNS.map(() => '?').join(', ')})`,
+    ),
+    finishIdempotent: db.prepare(
+      `update idempotency set state = 'done', response_json = ?
+        where account_id = ? and idem_key = ? and request_id = ?`,
+    ),
+  };
+}
