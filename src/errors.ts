@@ -28,6 +28,17 @@ export const ERROR_CODES = {
   no_provider_available: { status: 503, type: 'upstream_error' },
   service_unavailable: { status: 503, type: 'server_error' },
   provider_timeout: { status: 504, type: 'upstream_error' },
+  // The dashboard's own API (docs/dashboard.md).
+  not_authenticated: { status: 401, type: 'authentication_error' },
+  invalid_credentials: { status: 401, type: 'authentication_error' },
+  csrf_failed: { status: 403, type: 'permission_error' },
+  forbidden: { status: 403, type: 'permission_error' },
+  account_disabled: { status: 403, type: 'permission_error' },
+  signup_closed: { status: 403, type: 'permission_error' },
+  invalid_invite: { status: 400, type: 'invalid_request_error' },
+  email_taken: { status: 409, type: 'invalid_request_error' },
+  key_limit_reached: { status: 409, type: 'invalid_request_error' },
+  too_many_attempts: { status: 429, type: 'rate_limit_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

@@ -5,6 +5,12 @@ interface Bucket {
   updatedAt: number;
 }
 
+/** A requests-per-minute bucket kept outside this process (Redis), shared by every instance. */
+export interface SharedRateLimit {
+  /** Takes one request; `undefined` when the shared bucket cannot be reached (the local one is used). */
+  take(keyId: string, rpm: number): Promise<{ allowed: boolean; retryAfterMs: number } | undefined>;
+}
+
 /** Buckets kept before idle (full) ones are dropped; bounds memory whatever the number of keys. */
 const MAX_BUCKETS = 10_000;
 
@@ -21,11 +27,28 @@ export class KeyLimiter {
     private readonly rpm: number,
     private readonly maxConcurrent: number,
     private readonly now: () => number = Date.now,
+    private readonly shared?: SharedRateLimit,
   ) {}
+
+  /**
+   * Like `admit`, but the requests-per-minute bucket is the one shared by every instance while it is
+   * reachable. Concurrency stays counted per instance.
+   */
+  async acquire(keyId: string): Promise<() => void> {
+    if (this.rpm <= 0 || !this.shared) return this.admit(keyId);
+    const decision = await this.shared.take(keyId, this.rpm);
+    if (decision === undefined) return this.admit(keyId);
+    if (!decision.allowed) throw this.rateLimited(decision.retryAfterMs);
+    return this.enter(keyId);
+  }
 
   /** Admits one request of `keyId` or throws 429; the returned function ends it (idempotent). */
   admit(keyId: string): () => void {
     if (this.rpm > 0) this.take(keyId);
+    return this.enter(keyId);
+  }
+
+  private enter(keyId: string): () => void {
     if (this.maxConcurrent <= 0) return () => {};
     const current = this.inFlight.get(keyId) ?? 0;
     if (current >= this.maxConcurrent) {
@@ -57,15 +80,16 @@ export class KeyLimiter {
     }
     bucket.tokens = Math.min(this.rpm, bucket.tokens + (now - bucket.updatedAt) * perMs);
     bucket.updatedAt = now;
-    if (bucket.tokens < 1) {
-      const waitMs = (1 - bucket.tokens) / perMs;
-      throw new GatewayError(
-        'rate_limit_exceeded',
-        `Rate limit of ${this.rpm} requests per minute exceeded for this API key.`,
-        { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
-      );
-    }
+    if (bucket.tokens < 1) throw this.rateLimited((1 - bucket.tokens) / perMs);
     bucket.tokens -= 1;
+  }
+
+  private rateLimited(waitMs: number): GatewayError {
+    return new GatewayError(
+      'rate_limit_exceeded',
+      `Rate limit of ${this.rpm} requests per minute exceeded for this API key.`,
+      { retryAfterSeconds: Math.max(1, Math.ceil(waitMs / 1000)) },
+    );
   }
 
   private dropFull(now: number): void {

@@ -5,6 +5,8 @@ import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { newCompletionId } from '../gateway/ids.js';
+import type { RequestContext } from '../gateway/types.js';
+import type { ProviderName } from '../providers/types.js';
 import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
@@ -20,6 +22,8 @@ declare module 'fastify' {
     finish: () => void;
     /** Called by a handler that takes over ending the slots (after its upstream call is settled). */
     enterHandler: () => void;
+    /** The provider a chat completion was routed to (undefined when refused before routing); for metrics. */
+    provider: ProviderName | undefined;
   }
 }
 
@@ -60,6 +64,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('finish', () => {});
   app.decorateRequest('enterHandler', () => {});
+  app.decorateRequest('provider', undefined);
 
   app.addHook('onRequest', async (request, reply) => {
     request.startedAt = Date.now();
@@ -90,11 +95,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
     // Auth runs before the body is read or parsed (DESIGN.md precedence: 401 before 400/413/415).
     request.auth = await deps.authenticator.authenticate(request.headers.authorization);
-    leaveKey = deps.keyLimiter.admit(request.auth.keyId);
+    leaveKey = await deps.keyLimiter.acquire(request.auth.keyId);
   });
 
   app.post('/chat/completions', async (request, reply) => {
     request.enterHandler();
+    let context: RequestContext | undefined;
     try {
       const auth = requireAuth(request);
       const chatRequest = validateChatRequest(request.body);
@@ -103,20 +109,21 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       reply.raw.once('close', () => {
         if (!reply.raw.writableFinished) clientGone = true;
       });
-      const completion = await deps.gateway.complete(
-        {
-          requestId: newCompletionId(),
-          accountId: auth.accountId,
-          keyId: auth.keyId,
-          startedAt: request.startedAt,
-          clientGone: () => clientGone,
-          ...(idempotency ? { idempotency } : {}),
-        },
-        chatRequest,
-      );
+      context = {
+        requestId: newCompletionId(),
+        accountId: auth.accountId,
+        keyId: auth.keyId,
+        startedAt: request.startedAt,
+        clientGone: () => clientGone,
+        ...(idempotency ? { idempotency } : {}),
+      };
+      const completion = await deps.gateway.complete(context, chatRequest);
+      // Set before send: the metrics onResponse hook may run before `finally` does.
+      request.provider = context.provider;
       if (completion.replayed) reply.header('idempotent-replayed', 'true');
       return reply.code(200).send(chatCompletionBody(completion));
     } finally {
+      request.provider = context?.provider;
       request.finish();
     }
   });

@@ -3,6 +3,15 @@ import type { ApiKeyInfo, KeyAuthRecord, Store } from '../store/types.js';
 import { hashApiKey, isWellFormedKey } from './api-key.js';
 import type { KeyCache } from './key-cache.js';
 
+/**
+ * Tells the other instances about key and account changes (over Redis), so they drop cached records at
+ * once. Carries key ids, key hashes and account ids, never a key.
+ */
+export interface KeyChangeBroadcast {
+  keyRevoked(key: { keyId: string } | { keyHash: string }): void;
+  accountChanged(accountId: string): void;
+}
+
 /** Who is calling: the result of a successful authentication. */
 export interface AuthContext {
   keyId: string;
@@ -25,6 +34,7 @@ export class Authenticator {
     private readonly store: Store,
     private readonly cache: KeyCache,
     private readonly now: () => number = Date.now,
+    private readonly broadcast?: KeyChangeBroadcast,
   ) {}
 
   /** The record of an authenticated key (for `GET /api/v1/key`). */
@@ -48,17 +58,43 @@ export class Authenticator {
     if (cached) {
       record = cached.record;
     } else {
+      const lookup = this.cache.lookupStart();
       record = await this.store.findKeyByHash(hash);
-      this.cache.set(hash, record);
+      this.cache.set(hash, record, lookup);
     }
     if (!record || record.revoked || record.accountStatus !== 'active') throw invalidKey();
     this.touch(record.keyId);
     return { keyId: record.keyId, keyName: record.keyName, accountId: record.accountId };
   }
 
-  /** Forget a key at once in this process (used right after revoking it here). */
+  /** Forget a key at once here and on every instance (used right after revoking it). */
   forget(keyHash: string): void {
     this.cache.delete(keyHash);
+    this.broadcast?.keyRevoked({ keyHash });
+  }
+
+  /** Forget every key of an account at once here and on every instance (used right after disabling it). */
+  forgetAccount(accountId: string): void {
+    this.cache.deleteAccount(accountId);
+    this.broadcast?.accountChanged(accountId);
+  }
+
+  /** Forget a revoked key, by its id, at once here and on every instance (used right after revoking it). */
+  keyRevoked(keyId: string): void {
+    this.cache.deleteKey(keyId);
+    this.broadcast?.keyRevoked({ keyId });
+  }
+
+  /** Applies a change another instance announced (no re-broadcast). */
+  applyRemoteChange(change: { keyId: string } | { keyHash: string } | { accountId: string }): void {
+    if ('keyId' in change) this.cache.deleteKey(change.keyId);
+    else if ('keyHash' in change) this.cache.delete(change.keyHash);
+    else this.cache.deleteAccount(change.accountId);
+  }
+
+  /** Drops the whole cache (announcements may have been missed while Redis was unreachable). */
+  forgetAll(): void {
+    this.cache.clear();
   }
 
   /** Records "last used", at most once a minute per key, off the request's critical path. */

@@ -1,11 +1,11 @@
 import { type Config, loadConfig } from '../config/index.js';
-import { openStore } from '../store/index.js';
+import { openStore, storeOptionsFrom } from '../store/index.js';
 import type { Account, Store } from '../store/types.js';
 import { CliError, usageError } from './cli-error.js';
 
 export async function withStore<T>(fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
   const config = loadConfig();
-  const store = await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous });
+  const store = await openStore(config.databaseUrl, storeOptionsFrom(config));
   try {
     await store.migrate();
     return await fn(store, config);

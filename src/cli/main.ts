@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { CliError, usageError } from './cli-error.js';
-import { accountsCreate } from './commands/accounts.js';
+import { accountsCreate, accountsPassword } from './commands/accounts.js';
+import { backup } from './commands/backup.js';
 import { creditsAdd } from './commands/credits.js';
 import { demo } from './commands/demo.js';
 import { keysCreate, keysList, keysRevoke } from './commands/keys.js';
@@ -16,11 +17,14 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
   demo [--latency MS]                           gateway + local upstream simulator + demo account and key
   migrate                                       apply database migrations
   accounts create --email E [--password-stdin] [--admin]
+                                                an admin without --password-stdin gets a generated password
+  accounts password --email E [--password-stdin]   new dashboard password (generated if not on stdin)
   credits add --email E --amount USD [--note TEXT]
   keys create --email E --name NAME             prints the new key once
   keys list --email E
   keys revoke --email E --id ID
   ledger check                                  exits non-zero when the ledger is inconsistent
+  backup <file> [--force]                       consistent copy of the SQLite database, server running or not
 
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PROV_<NAME>_API_KEY, …);
 see docs/configuration.md.`;
@@ -36,6 +40,7 @@ const OPTIONS = {
   name: { type: 'string' },
   id: { type: 'string' },
   latency: { type: 'string' },
+  force: { type: 'boolean' },
 } as const;
 
 /** Which options each command accepts; anything else is a usage error. */
@@ -44,11 +49,13 @@ const ALLOWED: Record<string, readonly string[]> = {
   demo: ['latency'],
   migrate: [],
   'accounts create': ['email', 'password-stdin', 'admin'],
+  'accounts password': ['email', 'password-stdin'],
   'credits add': ['email', 'amount', 'note'],
   'keys create': ['email', 'name'],
   'keys list': ['email'],
   'keys revoke': ['email', 'id'],
   'ledger check': [],
+  backup: ['force'],
 };
 
 async function dispatch(argv: string[]): Promise<number | 'running'> {
@@ -97,6 +104,9 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
         out,
       );
       return 0;
+    case 'accounts password':
+      await accountsPassword({ email: values.email, passwordStdin: values['password-stdin'] === true }, out);
+      return 0;
     case 'credits add':
       await creditsAdd({ email: values.email, amount: values.amount, note: values.note }, out);
       return 0;
@@ -111,6 +121,9 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
       return 0;
     case 'ledger check':
       return ledgerCheck(out);
+    case 'backup':
+      await backup({ files: positionals.slice(1), force: values.force === true }, out);
+      return 0;
     default:
       throw usageError(`unknown command "${command}"`);
   }

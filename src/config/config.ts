@@ -13,15 +13,30 @@ export interface CircuitConfig {
   coolDownMs: number;
 }
 
+/** Who may create a dashboard account: anyone, holders of an admin's invite code, or nobody. */
+export type SignupMode = 'open' | 'invite' | 'closed';
+
 /** The one validated, typed, frozen configuration object. Only `src/config/` reads the environment. */
 export interface Config {
   readonly port: number;
   readonly host: string;
   readonly databaseUrl: string;
   readonly redisUrl: string | undefined;
+  /** Most PostgreSQL connections one process opens. */
+  readonly databasePoolMax: number;
+  /** PostgreSQL `statement_timeout` of every connection (a statement running longer is cancelled). */
+  readonly databaseStatementTimeoutMs: number;
+  /** Longest wait to open a PostgreSQL connection or get a free one from the pool. */
+  readonly databaseConnectTimeoutMs: number;
+  /** Prefix of every Redis key and channel, so several deployments can share one Redis. */
+  readonly redisKeyPrefix: string;
+  /** Longest a request waits on one Redis command before going on without it. */
+  readonly redisTimeoutMs: number;
   readonly logLevel: LogLevel;
   /** SQLite `synchronous` level in WAL mode (see docs/operations.md). */
   readonly sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** Load the fallback tokenizer at start instead of on the first usage-less upstream answer. */
+  readonly tokenizerPreload: boolean;
   /** Largest request body accepted, in bytes (413 above it). */
   readonly bodyLimitBytes: number;
   /** Most messages accepted in one request. */
@@ -48,5 +63,19 @@ export interface Config {
   readonly circuit: Readonly<CircuitConfig>;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are cut. */
   readonly shutdownDrainMs: number;
+  /** Serve Prometheus metrics at `GET /metrics`. */
+  readonly metricsEnabled: boolean;
+  /** When set, `GET /metrics` requires `Authorization: Bearer <token>`; unset = open. */
+  readonly metricsToken: string | undefined;
   readonly providers: Readonly<Record<ProviderName, Readonly<ProviderConfig>>>;
+  /** Dashboard sign-up mode (docs/dashboard.md). */
+  readonly signup: SignupMode;
+  /** Trust one reverse proxy's X-Forwarded-Proto / X-Forwarded-For / X-Forwarded-Host. */
+  readonly trustProxy: boolean;
+  /** The public base URL (scheme://host[:port]) when behind a proxy; the dashboard's expected Origin. */
+  readonly publicUrl: string | undefined;
+  /** A dashboard session unused this long ends. */
+  readonly sessionIdleTimeoutMs: number;
+  /** A dashboard session ends this long after its login, used or not. */
+  readonly sessionMaxAgeMs: number;
 }

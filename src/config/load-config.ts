@@ -148,6 +148,15 @@ class Reader {
   }
 }
 
+/** METRICS_TOKEN: long enough not to be guessed, and sendable in a header. Never echoed in a message. */
+function readMetricsToken(r: Reader): string | undefined {
+  const v = r.raw('METRICS_TOKEN');
+  if (v === undefined || /^[\x21-\x7e]{16,512}$/.test(v)) return v;
+  const why = /^[\x21-\x7e]*$/.test(v) ? `it has ${v.length}` : 'it has spaces or non-ASCII characters';
+  r.problems.push(`METRICS_TOKEN: must be 16 to 512 printable ASCII characters without spaces (${why})`);
+  return undefined;
+}
+
 function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
   const providers = {} as Record<ProviderName, ProviderConfig>;
   for (const entry of CATALOG) {
@@ -170,6 +179,37 @@ function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
   return providers;
 }
 
+/** PUBLIC_URL: an origin (scheme://host[:port]) without path, query or credentials. */
+function readPublicUrl(r: Reader): string | undefined {
+  const v = r.raw('PUBLIC_URL');
+  if (v === undefined) return undefined;
+  try {
+    const u = new URL(v);
+    if ((u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && !u.search) {
+      if (u.pathname === '/' || u.pathname === '') return u.origin;
+    }
+  } catch {
+    // reported below
+  }
+  r.problems.push(
+    `PUBLIC_URL: must be an http(s) origin such as https://llm.example.com, without a path (got "${v}")`,
+  );
+  return undefined;
+}
+
+/** A URL as it may be shown in a message: `scheme://user:***@host…`. */
+function withoutPassword(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}
+
+/** REDIS_KEY_PREFIX: printable ASCII without spaces, so it is safe in keys and channel names. */
+function readRedisKeyPrefix(r: Reader): string {
+  const v = r.string('REDIS_KEY_PREFIX', 'tollgate:');
+  if (/^[\x21-\x7e]{1,64}$/.test(v)) return v;
+  r.problems.push(`REDIS_KEY_PREFIX: must be 1 to 64 printable ASCII characters without spaces (got "${v}")`);
+  return 'tollgate:';
+}
+
 /**
  * Reads configuration from the environment (and the JSON file named by `TOLLGATE_CONFIG`, whose values
  * the environment overrides), validates all of it, and returns one frozen `Config`. Throws
@@ -187,11 +227,13 @@ export function loadConfig(
 
   const databaseUrl = r.string('DATABASE_URL', 'sqlite:./data/tollgate.db');
   if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
-    problems.push(`DATABASE_URL: must start with sqlite: or postgres:// (got "${databaseUrl}")`);
+    problems.push(
+      `DATABASE_URL: must start with sqlite: or postgres:// (got "${withoutPassword(databaseUrl)}")`,
+    );
   }
   const redisUrl = r.raw('REDIS_URL');
   if (redisUrl !== undefined && !/^rediss?:\/\//.test(redisUrl)) {
-    problems.push(`REDIS_URL: must start with redis:// or rediss:// (got "${redisUrl}")`);
+    problems.push(`REDIS_URL: must start with redis:// or rediss:// (got "${withoutPassword(redisUrl)}")`);
   }
   const requestTimeoutMs = r.int('REQUEST_TIMEOUT_MS', 120_000, 1_000, 3_600_000);
 
@@ -200,8 +242,14 @@ export function loadConfig(
     host: r.string('HOST', '0.0.0.0'),
     databaseUrl,
     redisUrl,
+    databasePoolMax: r.int('DATABASE_POOL_MAX', 10, 1, 1_000),
+    databaseStatementTimeoutMs: r.int('DATABASE_STATEMENT_TIMEOUT_MS', 5_000, 100, 3_600_000),
+    databaseConnectTimeoutMs: r.int('DATABASE_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),
+    redisKeyPrefix: readRedisKeyPrefix(r),
+    redisTimeoutMs: r.int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     sqliteSynchronous: r.oneOf('SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL'),
+    tokenizerPreload: r.bool('TOKENIZER_PRELOAD', false),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),
     maxTokensCeiling: r.int('MAX_TOKENS_CEILING', 200_000, 1, 10_000_000),
@@ -220,8 +268,18 @@ export function loadConfig(
       coolDownMs: r.int('CIRCUIT_COOLDOWN_MS', 15_000, 100, 3_600_000),
     }),
     shutdownDrainMs: r.int('SHUTDOWN_DRAIN_MS', 30_000, 0, 3_600_000),
+    metricsEnabled: r.bool('METRICS_ENABLED', true),
+    metricsToken: readMetricsToken(r),
     providers: Object.freeze(readProviders(r)),
+    signup: r.oneOf('SIGNUP', ['open', 'invite', 'closed'] as const, 'invite'),
+    trustProxy: r.bool('TRUST_PROXY', false),
+    publicUrl: readPublicUrl(r),
+    sessionIdleTimeoutMs: r.int('SESSION_IDLE_TIMEOUT_MS', 2 * 3_600_000, 60_000, 30 * 86_400_000),
+    sessionMaxAgeMs: r.int('SESSION_MAX_AGE_MS', 86_400_000, 60_000, 90 * 86_400_000),
   };
+  if (config.sessionIdleTimeoutMs > config.sessionMaxAgeMs) {
+    problems.push('SESSION_IDLE_TIMEOUT_MS: must not be longer than SESSION_MAX_AGE_MS');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -7,6 +7,8 @@ import type {
   ChatResult,
   ProviderAdapter,
   ProviderConfig,
+  ProviderName,
+  UpstreamFailureKind,
   UpstreamHttpRequest,
   UpstreamHttpResponse,
   WireFormat,
@@ -28,6 +30,17 @@ export interface UpstreamSender {
   ): Promise<UpstreamHttpResponse>;
 }
 
+/** How one upstream call ended, for metrics: `ok`, the failure kind, or an error of the gateway's own. */
+export type UpstreamOutcome = 'ok' | UpstreamFailureKind | 'internal_error';
+
+/** Optional instrumentation (`src/metrics/`), told each outcome where the pipeline learns it. */
+export interface GatewayObserver {
+  /** One upstream call ended; every failover attempt is reported on its own. */
+  upstreamAttempt(provider: ProviderName, outcome: UpstreamOutcome, seconds: number): void;
+  /** A request was settled: the tokens billed and what was charged (meta.cost.total, in nanodollars). */
+  charged(provider: ProviderName, promptTokens: number, completionTokens: number, costNano: number): void;
+}
+
 /** How long an idempotency key's answer is kept (and a different body refused). */
 export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
@@ -41,6 +54,7 @@ export interface GatewayDeps {
   adapterFor: (format: WireFormat) => ProviderAdapter;
   logger: Logger;
   now?: () => number;
+  observer?: GatewayObserver;
 }
 
 /** Usage an upstream may report before we call it absurd (beyond any plausible template overhead). */
@@ -83,8 +97,11 @@ export class Gateway {
       expiresAt: now + IDEMPOTENCY_TTL_MS,
     });
     switch (begun.kind) {
-      case 'replay':
-        return { ...(JSON.parse(begun.responseJson) as ChatCompletion), replayed: true };
+      case 'replay': {
+        const first = JSON.parse(begun.responseJson) as ChatCompletion;
+        ctx.provider = first.provider;
+        return { ...first, replayed: true };
+      }
       case 'in_progress':
         throw new GatewayError(
           'idempotency_in_progress',
@@ -133,7 +150,8 @@ export class Gateway {
 
   private async serve(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
     const { config, billing, registry, rotation } = this.deps;
-    const route = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+    const route = await resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+    ctx.provider = route.candidates[0]?.name;
     const plan: HoldPlanInput = {
       promptTokensBound: promptTokenUpperBound(req.messages),
       requestedMaxTokens: req.maxTokens,
@@ -162,6 +180,7 @@ export class Gateway {
       const outcome = await this.attempt(req, hold, plan, route.explicit, deadline);
       served = outcome.served;
       lastFailure = outcome.lastFailure;
+      ctx.provider = served?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
     } catch (err) {
       await billing.release(hold, this.failedUsage(ctx, route.candidates[0], 'internal_error', 500));
       throw err;
@@ -187,7 +206,7 @@ export class Gateway {
     explicit: boolean,
     deadline: number,
   ): Promise<{ served?: Served; lastFailure?: { provider: ProviderConfig; error: UpstreamError } }> {
-    const { registry, upstream, adapterFor, logger } = this.deps;
+    const { registry, upstream, adapterFor, logger, observer } = this.deps;
     let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
     for (const provider of hold.candidates) {
       const remaining = deadline - this.now();
@@ -202,6 +221,7 @@ export class Gateway {
         continue;
       }
       const adapter = adapterFor(provider.wireFormat);
+      const started = performance.now();
       try {
         const httpRequest = adapter.buildRequest(provider, {
           model: provider.model,
@@ -220,9 +240,15 @@ export class Gateway {
         });
         const result = adapter.parseResponse(provider, response);
         checkUsage(result, cap, plan.promptTokensBound);
+        observer?.upstreamAttempt(provider.name, 'ok', (performance.now() - started) / 1000);
         registry.health.recordSuccess(provider.name);
         return { served: { provider, result, cap } };
       } catch (err) {
+        observer?.upstreamAttempt(
+          provider.name,
+          err instanceof UpstreamError ? err.kind : 'internal_error',
+          (performance.now() - started) / 1000,
+        );
         if (!(err instanceof UpstreamError)) {
           registry.health.releaseProbe(provider.name);
           throw err;
@@ -303,7 +329,14 @@ export class Gateway {
         'actual cost exceeded hold and balance; shortfall recorded',
       );
     }
-    return charged(completion, settled);
+    const billed = charged(completion, settled);
+    this.deps.observer?.charged(
+      provider.name,
+      promptTokens,
+      completionTokens,
+      billed.inputCostNano + billed.outputCostNano,
+    );
+    return billed;
   }
 
   private async recordRefusal(ctx: RequestContext, provider: ProviderConfig | undefined, err: GatewayError) {

@@ -42,4 +42,9 @@ export interface RequestContext {
   clientGone: () => boolean;
   /** The caller's `Idempotency-Key` and a hash of the request body, when the header was sent. */
   idempotency?: { key: string; bodyHash: string };
+  /**
+   * Written by the pipeline once it has routed: the provider chosen, then the one that served or last
+   * failed. Unset when the request was refused before routing. Read by the HTTP layer for metrics.
+   */
+  provider?: ProviderName;
 }

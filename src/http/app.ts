@@ -2,14 +2,22 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } 
 import type { Logger } from 'pino';
 import { buildOpenApi } from '../api/openapi.js';
 import { type ApiDeps, apiRoutes } from '../api/routes.js';
+import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { errorBody, GatewayError } from '../errors.js';
+import type { Metrics } from '../metrics/metrics.js';
 import { VERSION } from '../version.js';
+import { dashboardStatic } from './dashboard-static.js';
+import { registerMetrics } from './metrics-route.js';
 import { toGatewayError } from './to-gateway-error.js';
 
 export interface AppDeps extends ApiDeps {
   logger: Logger;
   /** Readiness: resolves when the database answers and at least one provider is active. */
   ready: () => Promise<{ ok: boolean; detail: Record<string, unknown> }>;
+  /** Served at `GET /metrics`; absent when METRICS_ENABLED=false. */
+  metrics?: Metrics;
+  /** The dashboard: its JSON API at /dashboard/api and the built single-page app at /. */
+  dashboard?: { deps: DashboardDeps; webRoot: string };
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -52,17 +60,19 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
-  app.addHook('onResponse', async (request, reply) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url,
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime),
-      },
-      'request done',
-    );
-  });
+  // The access line costs a hook per request: registered only when it would be written.
+  if (deps.logger.isLevelEnabled('info'))
+    app.addHook('onResponse', async (request, reply) => {
+      request.log.info(
+        {
+          method: request.method,
+          url: request.url,
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime),
+        },
+        'request done',
+      );
+    });
 
   app.setErrorHandler((err, request, reply) => {
     const gatewayError = toGatewayError(err);
@@ -102,6 +112,11 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   const openApi = JSON.stringify(buildOpenApi(deps.config, VERSION));
   app.get('/api/v1/openapi.json', async (_request, reply) => reply.type('application/json').send(openApi));
 
+  registerMetrics(app, deps.metrics, deps.config.metricsToken);
   app.register(apiRoutes, { prefix: '/api/v1', ...deps });
+  if (deps.dashboard) {
+    app.register(dashboardRoutes, { prefix: '/dashboard/api', ...deps.dashboard.deps });
+    app.register(dashboardStatic, { root: deps.dashboard.webRoot });
+  }
   return app;
 }

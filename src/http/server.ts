@@ -1,20 +1,26 @@
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { InFlight } from '../api/in-flight.js';
 import { KeyLimiter } from '../api/key-limits.js';
 import { Authenticator } from '../auth/authenticate.js';
 import { KeyCache } from '../auth/key-cache.js';
+import { LoginThrottle } from '../auth/login-throttle.js';
+import { SessionManager } from '../auth/sessions.js';
 import { Billing } from '../billing/billing.js';
+import { connectCluster } from '../cluster/index.js';
 import type { Config } from '../config/index.js';
 import { loadTokenizer } from '../gateway/count-tokens.js';
 import { Gateway, type UpstreamSender } from '../gateway/gateway.js';
+import { Metrics } from '../metrics/metrics.js';
 import { adapterFor } from '../providers/index.js';
+import { isProviderName } from '../providers/types.js';
 import { createUpstreamClient } from '../providers/upstream-client.js';
 import { ProviderHealthTracker } from '../routing/health.js';
 import { ProviderRegistry } from '../routing/registry.js';
-import { LocalRotationCounter } from '../routing/rotation.js';
-import { openStore } from '../store/index.js';
+import { dashboardStoreFor } from '../store/dashboard-store.js';
+import { DatabaseUnavailableError, openStore, storeOptionsFrom } from '../store/index.js';
 import type { Store } from '../store/types.js';
 import { buildApp } from './app.js';
 
@@ -37,7 +43,12 @@ export interface ServerOptions {
   store?: Store;
   upstream?: UpstreamSender & { close?: () => Promise<void> };
   now?: () => number;
+  /** The built dashboard to serve at `/` (default: the package's `web/dist`). */
+  webRoot?: string;
 }
+
+/** `web/dist` of this package, from `src/http/` (tests) and `dist/http/` (built) alike. */
+const DEFAULT_WEB_ROOT = fileURLToPath(new URL('../../web/dist/', import.meta.url));
 
 /** Redacts secrets from every log line: keys and credentials never reach a log. */
 export function createLogger(level: Config['logLevel']): Logger {
@@ -67,28 +78,73 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   const now = options.now ?? Date.now;
   const instanceId = `inst_${randomBytes(8).toString('hex')}`;
   const store =
-    options.store ?? (await openStore(config.databaseUrl, { sqliteSynchronous: config.sqliteSynchronous }));
+    options.store ??
+    (await openStore(
+      config.databaseUrl,
+      storeOptionsFrom(config, {
+        // Logged once per outage, not per refused request.
+        onAvailabilityChange: (available, cause) => {
+          if (available) logger.warn('database reachable again: serving billable requests');
+          else
+            logger.error(
+              { reason: cause instanceof Error ? cause.message : String(cause) },
+              'database unreachable: billable requests get 503 until it answers again',
+            );
+        },
+        onStatementTimeout: (cause) =>
+          logger.warn(
+            { reason: cause instanceof Error ? cause.message : String(cause) },
+            'database statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: its request gets 503',
+          ),
+      }),
+    ));
   await store.migrate();
 
   // Holds are owned by the process that placed them. On the embedded SQLite store only one server runs
-  // against the file, so every hold still open at start belongs to a process that is gone.
+  // against the file, so every hold still open at start belongs to a process that is gone. On PostgreSQL
+  // other instances may be serving: only expired holds are released, here and by the sweeper.
   const released =
     store.dialect === 'sqlite'
       ? await store.releaseHolds({ kind: 'all' })
       : await store.releaseHolds({ kind: 'expired', now: now() });
   if (released > 0) logger.warn({ released }, 'released holds left open by a previous process');
-  if (config.redisUrl) {
-    logger.warn('REDIS_URL is set, but shared state over Redis is not part of this version; it is ignored');
-  }
 
+  // The gauges read the registry, the in-flight counter and the store when scraped, not before.
+  const metrics = config.metricsEnabled
+    ? new Metrics({
+        openHolds: () => store.openHoldsTotal(),
+        inFlight: () => inFlight.size,
+        providers: () =>
+          registry.all().map((s) => ({ name: s.provider.name, active: s.active, circuit: s.circuit })),
+      })
+    : undefined;
   const health = new ProviderHealthTracker(config.circuit, now, (provider, from, to, detail) => {
     logger.warn(
       { provider, from, to, ...detail },
       `circuit ${to === 'open' ? 'opened' : to} for ${provider}`,
     );
+    metrics?.circuitChanged(provider, to);
+    if (to === 'open' && !detail.shared) {
+      cluster.publish({ kind: 'circuit_opened', provider, forMs: health.retryAfterMs(provider) });
+    }
   });
   const registry = new ProviderRegistry(config, health);
-  const authenticator = new Authenticator(store, new KeyCache(config.keyCacheTtlMs), now);
+  const authenticator = new Authenticator(store, new KeyCache(config.keyCacheTtlMs), now, {
+    keyRevoked: (key) => cluster.publish({ kind: 'key_revoked', ...key }),
+    accountChanged: (accountId) => cluster.publish({ kind: 'account_changed', accountId }),
+  });
+  // State shared with the other instances over Redis (REDIS_URL), or this process's own without it.
+  const cluster = await connectCluster({
+    config,
+    instanceId,
+    logger,
+    onEvent: (event) => {
+      if (event.kind === 'key_revoked' || event.kind === 'account_changed')
+        authenticator.applyRemoteChange(event);
+      else if (isProviderName(event.provider)) health.openFromPeer(event.provider, event.forMs);
+    },
+    onResync: () => authenticator.forgetAll(),
+  });
   const upstream = options.upstream ?? createUpstreamClient();
   const billing = new Billing(store, instanceId, now);
   const gateway = new Gateway({
@@ -96,21 +152,43 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     idempotency: store,
     billing,
     registry,
-    rotation: new LocalRotationCounter(),
+    rotation: cluster.rotation,
     upstream,
     adapterFor,
     logger,
     now,
+    observer: metrics,
   });
 
   const inFlight = new InFlight(config.maxConcurrentRequests);
+  const dashboardStore = dashboardStoreFor(store, now);
+  const dashboard = {
+    webRoot: options.webRoot ?? DEFAULT_WEB_ROOT,
+    deps: {
+      config,
+      store,
+      dashboardStore,
+      sessions: new SessionManager(
+        dashboardStore,
+        { idleTimeoutMs: config.sessionIdleTimeoutMs, maxAgeMs: config.sessionMaxAgeMs },
+        now,
+      ),
+      throttle: new LoginThrottle(now),
+      billing,
+      authenticator,
+      providers: () => registry.all(),
+      now,
+    },
+  };
   const app = buildApp({
     config,
     inFlight,
-    keyLimiter: new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now),
+    keyLimiter: new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now, cluster.rateLimit),
     authenticator,
     gateway,
     logger,
+    metrics,
+    dashboard,
     ready: async () => {
       let database = 'ok';
       try {
@@ -123,6 +201,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         ok: database === 'ok' && activeProviders > 0,
         detail: {
           database,
+          redis: cluster.status(),
           activeProviders,
           circuits: health.snapshot().filter((c) => c.circuit !== 'closed'),
         },
@@ -137,12 +216,18 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         if (n > 0) logger.warn({ released: n }, 'released expired holds');
         return store.purgeIdempotency(now());
       })
-      .catch((err: unknown) => logger.error({ err }, 'hold sweep failed'));
+      .catch((err: unknown) => {
+        // An unreachable database is logged once by the store, not at every sweep.
+        if (!(err instanceof DatabaseUnavailableError)) logger.error({ err }, 'hold sweep failed');
+      });
   }, config.holdSweepIntervalMs);
   sweeper.unref();
 
-  // Warm the fallback tokenizer in the background so the first usage-less answer does not wait for it.
-  loadTokenizer().catch((err: unknown) => logger.error({ err }, 'tokenizer failed to load'));
+  // The fallback tokenizer (~70 MB resident) is loaded only when an upstream first answers without usage,
+  // unless the operator asks for it up front.
+  if (config.tokenizerPreload) {
+    loadTokenizer().catch((err: unknown) => logger.error({ err }, 'tokenizer failed to load'));
+  }
 
   const server: Server = {
     app,
@@ -176,6 +261,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         logger.warn({ inFlight: inFlight.size }, 'requests still unsettled at shutdown; their holds expire');
       }
       await upstream.close?.();
+      await cluster.close();
       if (!options.store) await store.close();
     },
   };

@@ -1,12 +1,36 @@
+import type { Config } from '../config/index.js';
 import { KyselyStore } from './kysely-store.js';
+import { openPostgres, openPostgresForMigrations, type PostgresOptions } from './open-postgres.js';
 import { openSqlite } from './open-sqlite.js';
 import type { Store } from './types.js';
 
+export { DatabaseUnavailableError } from './database-unavailable.js';
+export { redactDatabaseUrl } from './open-postgres.js';
 export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   sqliteSynchronous: 'NORMAL' | 'FULL';
   now?: () => number;
+  /** PostgreSQL pool size and timeouts (defaults: 10 connections, 5 s statements, 3 s to connect). */
+  postgres?: Partial<PostgresOptions>;
+}
+
+/** The store options a configuration names. */
+export function storeOptionsFrom(
+  config: Config,
+  extra: Pick<PostgresOptions, 'onAvailabilityChange' | 'onStatementTimeout'> & { now?: () => number } = {},
+): OpenStoreOptions {
+  return {
+    sqliteSynchronous: config.sqliteSynchronous,
+    ...(extra.now ? { now: extra.now } : {}),
+    postgres: {
+      poolMax: config.databasePoolMax,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      ...(extra.onAvailabilityChange ? { onAvailabilityChange: extra.onAvailabilityChange } : {}),
+      ...(extra.onStatementTimeout ? { onStatementTimeout: extra.onStatementTimeout } : {}),
+    },
+  };
 }
 
 /** Opens the store a DATABASE_URL names. Migrations are applied by `store.migrate()`. */
@@ -15,12 +39,19 @@ export async function openStore(
   options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
 ): Promise<Store> {
   if (url.startsWith('sqlite:')) {
-    const { db } = openSqlite(url, { synchronous: options.sqliteSynchronous });
-    return new KyselyStore(db, 'sqlite', options.now);
+    const { db, sqlite } = openSqlite(url, { synchronous: options.sqliteSynchronous });
+    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite);
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
-    throw new Error(
-      'DATABASE_URL: PostgreSQL is not supported by this version yet; use the embedded SQLite store (sqlite:./data/tollgate.db)',
+    const pgOptions: PostgresOptions = {
+      poolMax: 10,
+      statementTimeoutMs: 5_000,
+      connectTimeoutMs: 3_000,
+      ...options.postgres,
+    };
+    const { db } = openPostgres(url, pgOptions);
+    return new KyselyStore(db, 'postgres', options.now, () =>
+      openPostgresForMigrations(url, pgOptions.connectTimeoutMs),
     );
   }
   throw new Error('DATABASE_URL: must start with sqlite: or postgres://');

@@ -1,14 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import type SQLite from 'better-sqlite3';
 import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import {
   type AccountsTable,
   type ApiKeysTable,
   type Database,
+  type IdempotencyTable,
   toNumber,
   toNumberOrNull,
   type UsageTable,
 } from './schema.js';
+import { SqliteHotPath } from './sqlite-hot-path.js';
 import type {
   Account,
   AccountRole,
@@ -114,15 +117,57 @@ export class KyselyStore implements Store {
     private readonly db: Kysely<Database>,
     readonly dialect: 'sqlite' | 'postgres',
     private readonly now: () => number = Date.now,
+    /** A separate connection for migrations (PostgreSQL: one without the statement timeout); destroyed after. */
+    private readonly openMigrationDb?: () => Kysely<Database>,
+    /** SQLite: the connection itself, for the prepared per-request statements of `sqlite-hot-path.ts`. */
+    private readonly sqlite?: SQLite.Database,
   ) {}
 
+  private hotPath?: SqliteHotPath;
+
+  /**
+   * The prepared per-request statements (SQLite only), created on first use — after `migrate()` — and
+   * usable only while no Kysely transaction is open on the shared connection (else the generic path
+   * below runs and queues behind it).
+   */
+  private get hot(): SqliteHotPath | undefined {
+    if (!this.sqlite) return undefined;
+    this.hotPath ??= new SqliteHotPath(this.sqlite, this.now);
+    return this.hotPath.busy ? undefined : this.hotPath;
+  }
+
+  /** The Kysely instance, for the other repositories of the same database (`dashboard-store.ts`). */
+  get kysely(): Kysely<Database> {
+    return this.db;
+  }
+
   async migrate(): Promise<void> {
-    const migrator = new Migrator({ db: this.db, provider: migrationProvider });
-    const { error, results } = await migrator.migrateToLatest();
-    const failed = results?.find((r) => r.status === 'Error');
-    if (error || failed) {
-      const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
-      throw new Error(`database migration failed: ${reason}`);
+    const db = this.openMigrationDb?.() ?? this.db;
+    try {
+      // On PostgreSQL the migrator's own tables live in the schema the connection works in (the first of
+      // its search_path); without naming it, Kysely mistakes another schema's tables for its own.
+      let migrationTableSchema: string | undefined;
+      if (this.dialect === 'postgres') {
+        const found = await sql<{ schema: string }>`select current_schema() as schema`
+          .execute(db)
+          .catch((err: unknown) => {
+            throw new Error(`cannot reach the database: ${err instanceof Error ? err.message : String(err)}`);
+          });
+        migrationTableSchema = found.rows[0]?.schema;
+      }
+      const migrator = new Migrator({
+        db,
+        provider: migrationProvider,
+        ...(migrationTableSchema ? { migrationTableSchema } : {}),
+      });
+      const { error, results } = await migrator.migrateToLatest();
+      const failed = results?.find((r) => r.status === 'Error');
+      if (error || failed) {
+        const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
+        throw new Error(`database migration failed: ${reason}`);
+      }
+    } finally {
+      if (db !== this.db) await db.destroy();
     }
   }
 
@@ -137,25 +182,25 @@ export class KyselyStore implements Store {
   // ── accounts ─────────────────────────────────────────────────────────────
 
   async createAccount(input: { email: string; role: AccountRole; passwordHash: string | null }) {
-    return this.db.transaction().execute(async (trx) => {
-      const taken = await trx
-        .selectFrom('accounts')
-        .select('id')
-        .where('email', '=', input.email)
-        .executeTakeFirst();
-      if (taken) return { ok: false as const, reason: 'email_taken' as const };
-      const row: AccountsTable = {
-        id: newId('acct'),
-        email: input.email,
-        role: input.role,
-        status: 'active',
-        password_hash: input.passwordHash,
-        balance_nano: 0,
-        created_at: this.now(),
-      };
-      await trx.insertInto('accounts').values(row).execute();
-      return { ok: true as const, account: toAccount(row) };
-    });
+    const row: AccountsTable = {
+      id: newId('acct'),
+      email: input.email,
+      role: input.role,
+      status: 'active',
+      password_hash: input.passwordHash,
+      balance_nano: 0,
+      created_at: this.now(),
+    };
+    // One statement: two concurrent sign-ups of one email (two instances) cannot both pass a check.
+    const inserted = await this.db
+      .insertInto('accounts')
+      .values(row)
+      .onConflict((oc) => oc.column('email').doNothing())
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1) {
+      return { ok: false as const, reason: 'email_taken' as const };
+    }
+    return { ok: true as const, account: toAccount(row) };
   }
 
   async getAccount(id: string): Promise<Account | undefined> {
@@ -232,6 +277,8 @@ export class KyselyStore implements Store {
   }
 
   async findKeyByHash(keyHash: string): Promise<KeyAuthRecord | undefined> {
+    const hot = this.hot;
+    if (hot) return hot.findKeyByHash(keyHash);
     const row = await this.db
       .selectFrom('api_keys')
       .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
@@ -294,25 +341,29 @@ export class KyselyStore implements Store {
   async placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult> {
     if (!Number.isSafeInteger(input.amountNano) || input.amountNano < 0)
       throw new Error('invalid hold amount');
+    const hot = this.hot;
+    if (hot) return hot.placeHold(input);
     return this.db.transaction().execute(async (trx) => {
-      // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
+      // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed. It returns the
+      // new balance itself, so a busy account's row stays locked for as few round trips as possible.
       const updated = await trx
         .updateTable('accounts')
         .set((eb) => ({ balance_nano: eb('balance_nano', '-', input.amountNano) }))
         .where('id', '=', input.accountId)
         .where('status', '=', 'active')
         .where('balance_nano', '>=', input.amountNano)
+        .returning('balance_nano')
         .executeTakeFirst();
-      const account = await trx
-        .selectFrom('accounts')
-        .select(['balance_nano', 'status'])
-        .where('id', '=', input.accountId)
-        .executeTakeFirst();
-      const balanceNano = account ? toNumber(account.balance_nano) : 0;
-      if (Number(updated.numUpdatedRows) !== 1) {
+      if (!updated) {
+        const account = await trx
+          .selectFrom('accounts')
+          .select(['balance_nano', 'status'])
+          .where('id', '=', input.accountId)
+          .executeTakeFirst();
         const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
-        return { ok: false as const, reason, balanceNano };
+        return { ok: false as const, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
       }
+      const balanceNano = toNumber(updated.balance_nano);
       await trx
         .insertInto('holds')
         .values({
@@ -333,8 +384,10 @@ export class KyselyStore implements Store {
 
   async settle(input: SettleInput): Promise<SettleResult> {
     if (!Number.isSafeInteger(input.costNano) || input.costNano < 0) throw new Error('invalid cost');
+    const hot = this.hot;
+    if (hot) return hot.settle(input);
     return this.db.transaction().execute(async (trx) => {
-      const held = await this.closeHold(trx, input.holdId, input.accountId, 'settled');
+      const held = (await this.closeHold(trx, input.holdId, input.accountId, 'settled')) ?? 0;
       const balance = await this.lockAccount(trx, input.accountId);
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       // Charge from the hold first, then from the balance as far as it goes; never below zero.
@@ -379,8 +432,10 @@ export class KyselyStore implements Store {
   }
 
   async release(input: ReleaseInput): Promise<{ balanceNano: number }> {
+    const hot = this.hot;
+    if (hot) return hot.release(input);
     return this.db.transaction().execute(async (trx) => {
-      const held = await this.closeHold(trx, input.holdId, input.accountId, 'released');
+      const held = (await this.closeHold(trx, input.holdId, input.accountId, 'released')) ?? 0;
       const balance = await this.lockAccount(trx, input.accountId);
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       const next = balance + held;
@@ -397,21 +452,26 @@ export class KyselyStore implements Store {
   }
 
   async recordUsage(usage: UsageRecord): Promise<void> {
+    const hot = this.hot;
+    if (hot) return hot.recordUsage(usage);
     await this.db.insertInto('usage').values(usageRow(usage, 0)).execute();
   }
 
   async releaseHolds(
     filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
   ): Promise<number> {
-    return this.db.transaction().execute(async (trx) => {
-      let query = trx.selectFrom('holds').select(['id', 'account_id']).where('closed_at', 'is', null);
-      if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
-      if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
-      const open = await query.execute();
-      const reason = filter.kind === 'expired' ? 'expired' : 'abandoned';
-      let released = 0;
-      for (const hold of open) {
+    let query = this.db.selectFrom('holds').select(['id', 'account_id']).where('closed_at', 'is', null);
+    if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
+    if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
+    const open = await query.execute();
+    const reason = filter.kind === 'expired' ? 'expired' : 'abandoned';
+    // One short transaction per hold (hold row, then account row, the order settle uses too): sweepers of
+    // several instances and the settles they race never wait on each other in a cycle.
+    let released = 0;
+    for (const hold of open) {
+      const closed = await this.db.transaction().execute(async (trx) => {
         const amount = await this.closeHold(trx, hold.id, hold.account_id, reason);
+        if (amount === undefined) return false;
         if (amount > 0) {
           await trx
             .updateTable('accounts')
@@ -419,10 +479,11 @@ export class KyselyStore implements Store {
             .where('id', '=', hold.account_id)
             .execute();
         }
-        released += 1;
-      }
-      return released;
-    });
+        return true;
+      });
+      if (closed) released += 1;
+    }
+    return released;
   }
 
   async openHoldsNano(accountId: string): Promise<number> {
@@ -435,9 +496,26 @@ export class KyselyStore implements Store {
     return sumOf(row?.total);
   }
 
+  async openHoldsTotal(): Promise<{ count: number; amountNano: number }> {
+    const row = await this.db
+      .selectFrom('holds')
+      .select((eb) => [
+        eb.fn.countAll<string | number>().as('count'),
+        eb.fn.sum<string | number | null>('amount_nano').as('total'),
+      ])
+      .where('closed_at', 'is', null)
+      .executeTakeFirst();
+    return { count: sumOf(row?.count), amountNano: sumOf(row?.total) };
+  }
+
   async ledgerCheck(): Promise<LedgerReport> {
-    // One read transaction, so the figures of every account come from the same snapshot.
-    return this.db.transaction().execute(async (trx) => {
+    // One read transaction, so the figures of every account come from the same snapshot (on PostgreSQL
+    // that takes REPEATABLE READ; its default READ COMMITTED gives each statement a new snapshot).
+    const transaction =
+      this.dialect === 'postgres'
+        ? this.db.transaction().setIsolationLevel('repeatable read')
+        : this.db.transaction();
+    return transaction.execute(async (trx) => {
       const accounts = await trx.selectFrom('accounts').select(['id', 'email', 'balance_nano']).execute();
       const ledger = await trx
         .selectFrom('ledger')
@@ -519,12 +597,6 @@ export class KyselyStore implements Store {
 
   async beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult> {
     return this.db.transaction().execute(async (trx) => {
-      const row = await trx
-        .selectFrom('idempotency')
-        .selectAll()
-        .where('account_id', '=', input.accountId)
-        .where('idem_key', '=', input.key)
-        .executeTakeFirst();
       const claim = {
         body_hash: input.bodyHash,
         state: 'in_progress',
@@ -534,12 +606,25 @@ export class KyselyStore implements Store {
         created_at: input.now,
         expires_at: input.expiresAt,
       };
-      if (!row) {
-        await trx
+      // Insert-or-nothing, then read the row locked: of two requests racing with one key on two
+      // instances, exactly one claims it. (The row may vanish in between, freed by a failed attempt:
+      // then claim it again.)
+      let row: IdempotencyTable | undefined;
+      for (let attempt = 0; row === undefined; attempt++) {
+        if (attempt === 3) throw new Error('idempotency key kept changing while being claimed');
+        const inserted = await trx
           .insertInto('idempotency')
           .values({ account_id: input.accountId, idem_key: input.key, ...claim })
-          .execute();
-        return { kind: 'started' as const };
+          .onConflict((oc) => oc.columns(['account_id', 'idem_key']).doNothing())
+          .executeTakeFirst();
+        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1) return { kind: 'started' as const };
+        let existing = trx
+          .selectFrom('idempotency')
+          .selectAll()
+          .where('account_id', '=', input.accountId)
+          .where('idem_key', '=', input.key);
+        if (this.dialect === 'postgres') existing = existing.forUpdate();
+        row = await existing.executeTakeFirst();
       }
       const expired = toNumber(row.expires_at) <= input.now;
       const abandoned = row.state === 'in_progress' && toNumber(row.locked_until) <= input.now;
@@ -588,19 +673,27 @@ export class KyselyStore implements Store {
 
   // ── helpers (inside a transaction) ───────────────────────────────────────
 
-  /** Reads an account's balance, locking its row on PostgreSQL. */
+  /**
+   * Reads an account's balance, locking its row on PostgreSQL (FOR NO KEY UPDATE: the lock an UPDATE of
+   * the balance takes, which lets other transactions insert rows that reference the account meanwhile).
+   */
   private async lockAccount(trx: Transaction<Database>, accountId: string): Promise<number | undefined> {
     let query = trx.selectFrom('accounts').select('balance_nano').where('id', '=', accountId);
-    if (this.dialect === 'postgres') query = query.forUpdate();
+    if (this.dialect === 'postgres') query = query.forNoKeyUpdate();
     const row = await query.executeTakeFirst();
     return row ? toNumber(row.balance_nano) : undefined;
   }
 
   /**
-   * Closes an open hold and returns its amount; 0 when it was already closed (e.g. released by the
-   * expiry sweeper), so its money is never returned twice.
+   * Closes an open hold and returns its amount; undefined when it was already closed (e.g. released by
+   * the expiry sweeper, or by another instance's), so its money is never returned twice.
    */
-  private async closeHold(trx: Transaction<Database>, holdId: string, accountId: string, reason: string) {
+  private async closeHold(
+    trx: Transaction<Database>,
+    holdId: string,
+    accountId: string,
+    reason: string,
+  ): Promise<number | undefined> {
     const hold = await trx
       .selectFrom('holds')
       .select(['amount_nano'])
@@ -608,13 +701,14 @@ export class KyselyStore implements Store {
       .where('account_id', '=', accountId)
       .where('closed_at', 'is', null)
       .executeTakeFirst();
-    if (!hold) return 0;
+    if (!hold) return undefined;
+    // The update re-checks `closed_at` under the row lock: of two closers racing, one wins.
     const closed = await trx
       .updateTable('holds')
       .set({ closed_at: this.now(), close_reason: reason })
       .where('id', '=', holdId)
       .where('closed_at', 'is', null)
       .executeTakeFirst();
-    return Number(closed.numUpdatedRows) === 1 ? toNumber(hold.amount_nano) : 0;
+    return Number(closed.numUpdatedRows) === 1 ? toNumber(hold.amount_nano) : undefined;
   }
 }

@@ -108,6 +108,49 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('idempotency_expiry').on('idempotency').column('expires_at').execute();
     },
   },
+  '0003_dashboard': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('sessions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_seen_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('sessions_account').on('sessions').column('account_id').execute();
+      await db.schema.createIndex('sessions_expiry').on('sessions').column('expires_at').execute();
+
+      await db.schema
+        .createTable('invites')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('code_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_by', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('email', 'text')
+        .addColumn('note', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('used_at', 'bigint')
+        .addColumn('used_by', 'text')
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('invites_created').on('invites').column('created_at').execute();
+
+      // The dashboard's usage pages: filters by key and by provider page through an account's rows in
+      // time order; the providers page reads the last hour of every account.
+      await db.schema
+        .createIndex('usage_account_key')
+        .on('usage')
+        .columns(['account_id', 'key_id', 'created_at'])
+        .execute();
+      await db.schema
+        .createIndex('usage_account_provider')
+        .on('usage')
+        .columns(['account_id', 'provider', 'created_at'])
+        .execute();
+      await db.schema.createIndex('usage_created').on('usage').column('created_at').execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -45,7 +45,10 @@ export interface SqliteOptions {
 }
 
 /** Opens (creating if needed) a SQLite database file in WAL mode. */
-export function openSqlite(url: string, options: SqliteOptions): { db: Kysely<Database>; file: string } {
+export function openSqlite(
+  url: string,
+  options: SqliteOptions,
+): { db: Kysely<Database>; file: string; sqlite: SQLite.Database } {
   const path = sqlitePathOf(url);
   const file = path === ':memory:' ? path : resolve(path);
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -55,5 +58,5 @@ export function openSqlite(url: string, options: SqliteOptions): { db: Kysely<Da
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
-  return { db, file };
+  return { db, file, sqlite };
 }

@@ -91,6 +91,31 @@ export interface IdempotencyTable {
   expires_at: BigIntColumn;
 }
 
+/** A dashboard login. The id is the SHA-256 of the session token: the token itself is never stored. */
+export interface SessionsTable {
+  id: string;
+  account_id: string;
+  created_at: BigIntColumn;
+  last_seen_at: BigIntColumn;
+  /** Absolute end of the session (login time + SESSION_MAX_AGE_MS). */
+  expires_at: BigIntColumn;
+}
+
+/** A single-use sign-up code an admin handed out (SIGNUP=invite). Only its SHA-256 is stored. */
+export interface InvitesTable {
+  id: string;
+  code_hash: string;
+  created_by: string;
+  /** When set, only this email may use the code. */
+  email: string | null;
+  note: string | null;
+  created_at: BigIntColumn;
+  expires_at: BigIntColumn;
+  used_at: BigIntColumn | null;
+  used_by: string | null;
+  revoked_at: BigIntColumn | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -98,6 +123,8 @@ export interface Database {
   ledger: LedgerTable;
   usage: UsageTable;
   idempotency: IdempotencyTable;
+  sessions: SessionsTable;
+  invites: InvitesTable;
 }
 
 /** Reads a BIGINT column; refuses values JavaScript cannot represent exactly. */

@@ -203,6 +203,8 @@ export interface Store {
   ): Promise<number>;
   /** Sum of open holds of an account. */
   openHoldsNano(accountId: string): Promise<number>;
+  /** How many holds are open across all accounts, and their sum (one indexed query; for metrics). */
+  openHoldsTotal(): Promise<{ count: number; amountNano: number }>;
   /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
   ledgerCheck(): Promise<LedgerReport>;
   /** Sum of the charges of an account at or after each of the given times (one figure per time). */

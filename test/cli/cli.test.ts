@@ -1,18 +1,36 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { openStore } from '../../src/store/index.js';
 import { runCli } from '../helpers/cli.js';
+import {
+  createTestDatabase,
+  TEST_DIALECT,
+  TEST_REDIS_URL,
+  TEST_USES_REDIS,
+  type TestDatabase,
+  testRedisPrefix,
+} from '../helpers/test-database.js';
 
 let dir: string;
+let db: TestDatabase;
 let env: Record<string, string>;
-beforeAll(() => {
+const redis = TEST_USES_REDIS ? testRedisPrefix() : undefined;
+beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tollgate-cli-'));
-  env = { DATABASE_URL: `sqlite:${join(dir, 'cli.db')}`, LOG_LEVEL: 'silent' };
+  db = await createTestDatabase(dir, 'cli.db');
+  env = {
+    DATABASE_URL: db.url,
+    LOG_LEVEL: 'silent',
+    ...(redis ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: redis.prefix } : {}),
+  };
 });
-afterAll(() => {
+afterAll(async () => {
+  await db.drop();
+  await redis?.cleanup();
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -26,7 +44,7 @@ describe('bin/tollgate (operator contract)', () => {
   it('migrate --json', async () => {
     const r = await runCli(['migrate', '--json'], env);
     expect(r.code).toBe(0);
-    expect(json(r.stdout)).toMatchObject({ ok: true, dialect: 'sqlite' });
+    expect(json(r.stdout)).toMatchObject({ ok: true, dialect: TEST_DIALECT });
   });
 
   it('accounts create --json, with a password on stdin; a second create of the same email fails', async () => {
@@ -92,12 +110,19 @@ describe('bin/tollgate (operator contract)', () => {
     expect(record?.keyId).toBe(created.id);
     await store.close();
 
+    // With Redis, the revocation is also announced to every running instance (their caches drop it at once).
+    const heard = redis ? listenForEvents(`${redis.prefix}events`) : undefined;
+    await heard?.ready;
     const revoke = await runCli(
       ['keys', 'revoke', '--email', 'ops@example.test', '--id', created.id as string, '--json'],
       env,
     );
     expect(revoke.code).toBe(0);
     expect(json(revoke.stdout)).toMatchObject({ id: created.id, revoked: true });
+    if (heard) {
+      expect(await heard.first()).toMatchObject({ event: { kind: 'key_revoked', keyId: created.id } });
+      heard.close();
+    }
     const missing = await runCli(['keys', 'revoke', '--email', 'ops@example.test', '--id', 'key_nope'], env);
     expect(missing.code).not.toBe(0);
   });
@@ -137,9 +162,48 @@ describe('bin/tollgate (operator contract)', () => {
     }
   });
 
+  it('an unreachable PostgreSQL fails fast, without showing the password of DATABASE_URL', async () => {
+    const started = Date.now();
+    const r = await runCli(['migrate', '--json'], {
+      DATABASE_URL: 'postgres://tollgate:s3cret-pass@127.0.0.1:1/tollgate',
+      DATABASE_CONNECT_TIMEOUT_MS: '1000',
+    });
+    expect(r.code).not.toBe(0);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(r.stdout + r.stderr).not.toContain('s3cret-pass');
+    expect(JSON.parse(r.stderr).error.message).toMatch(/database/i);
+  });
+
   it('invalid configuration names the variable and exits non-zero', async () => {
     const r = await runCli(['migrate'], { ...env, PROV_CLAUDE_INPUT_PRICE: 'three dollars' });
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('PROV_CLAUDE_INPUT_PRICE');
   });
 });
+
+/** Subscribes to the instances' event channel, as a running gateway does. */
+function listenForEvents(channel: string) {
+  const subscriber = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+  const messages: unknown[] = [];
+  let wake: () => void = () => {};
+  subscriber.on('message', (_channel: string, message: string) => {
+    messages.push(JSON.parse(message));
+    wake();
+  });
+  return {
+    ready: subscriber.subscribe(channel),
+    async first(timeoutMs = 5_000): Promise<unknown> {
+      if (messages.length === 0) {
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`nothing published on ${channel}`)), timeoutMs);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+      return messages[0];
+    },
+    close: () => subscriber.disconnect(),
+  };
+}

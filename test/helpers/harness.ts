@@ -12,6 +12,13 @@ import type { ProviderName } from '../../src/providers/types.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { VERSION } from '../../src/version.js';
 import { type Conformance, watchConformance } from './openapi-conformance.js';
+import {
+  createTestDatabase,
+  TEST_REDIS_URL,
+  TEST_USES_REDIS,
+  type TestDatabase,
+  testRedisPrefix,
+} from './test-database.js';
 
 export interface Harness {
   server: Server;
@@ -20,6 +27,8 @@ export interface Harness {
   /** Every /api/v1 response this harness's server sent, checked against its OpenAPI document. */
   conformance: Conformance;
   dir: string;
+  /** The database under test (SQLite file, or a fresh PostgreSQL schema with TEST_DATABASE=postgres). */
+  db: TestDatabase;
   accountId: string;
   key: string;
   /** Simulator slug of a provider (`prov-qwen` → `qwen`). */
@@ -48,15 +57,21 @@ export function slugOf(provider: ProviderName): string {
   return provider.replace(/^prov-/, '');
 }
 
-/** A gateway on a temp SQLite file with every provider pointed at a fresh simulator. */
+/**
+ * A gateway on a fresh database (a temp SQLite file, or a PostgreSQL schema with TEST_DATABASE=postgres,
+ * plus Redis with TEST_REDIS=1) with every provider pointed at a fresh simulator.
+ */
 export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
   const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+  const db = await createTestDatabase(dir);
+  const redis = TEST_USES_REDIS ? testRedisPrefix() : undefined;
   const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: options.simLatencyMs ?? 0 });
   const env: Record<string, string> = {
-    DATABASE_URL: `sqlite:${join(dir, 'tollgate.db')}`,
+    DATABASE_URL: db.url,
     PORT: '0',
     HOST: '127.0.0.1',
     LOG_LEVEL: 'silent',
+    ...(redis ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: redis.prefix } : {}),
   };
   for (const entry of CATALOG) {
     const n = envNameOf(entry.name);
@@ -94,6 +109,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     config,
     conformance,
     dir,
+    db,
     accountId: first.accountId,
     key: first.key,
     slug: slugOf,
@@ -124,6 +140,8 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     async close() {
       await server.close();
       await sim.close();
+      await db.drop();
+      await redis?.cleanup();
       rmSync(dir, { recursive: true, force: true });
       if (conformance.violations.length > 0) {
         throw new Error(

@@ -1,5 +1,3 @@
-import { join } from 'node:path';
-import SQLite from 'better-sqlite3';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promptTokenUpperBound } from '../../src/billing/estimate.js';
@@ -179,7 +177,6 @@ type GenRequest = Run['requests'][number];
 // ------------------------------------------------------------------------------------------------- harness
 
 let h: Harness;
-let db: SQLite.Database;
 let totalRequests = 0;
 let totalRuns = 0;
 /** Set by the first failing run: later runs are fast-check shrinking, kept out of the figures. */
@@ -200,11 +197,9 @@ beforeAll(async () => {
     env[`PROV_${envNameOf(entry.name)}_CONNECT_TIMEOUT_MS`] = String(PROVIDER_TIMEOUT_MS);
   }
   h = await startHarness({ env });
-  db = new SQLite(join(h.dir, 'tollgate.db'), { readonly: true, fileMustExist: true });
 });
 
 afterAll(async () => {
-  db?.close();
   await h?.close();
 });
 
@@ -365,18 +360,16 @@ async function checkInvariants(accountIds: readonly string[], outcomes: readonly
   // 2. no hold is left open once every request has finished
   for (const id of accountIds) expect(await h.server.store.openHoldsNano(id)).toBe(0);
 
-  const charges = db
-    .prepare(
-      `select request_id, account_id, amount_nano from ledger
-       where kind = 'charge' and account_id in (${placeholders(accountIds.length)})`,
-    )
-    .all(...accountIds) as ChargeRow[];
-  const usage = db
-    .prepare(
-      `select request_id, account_id, status, input_cost_nano, output_cost_nano, shortfall_nano, http_status
-       from usage where account_id in (${placeholders(accountIds.length)})`,
-    )
-    .all(...accountIds) as UsageRow[];
+  const charges = await h.db.query<ChargeRow>(
+    `select request_id, account_id, amount_nano from ledger
+     where kind = 'charge' and account_id in (${placeholders(accountIds.length)})`,
+    accountIds,
+  );
+  const usage = await h.db.query<UsageRow>(
+    `select request_id, account_id, status, input_cost_nano, output_cost_nano, shortfall_nano, http_status
+     from usage where account_id in (${placeholders(accountIds.length)})`,
+    accountIds,
+  );
   const usageById = new Map(usage.map((u) => [u.request_id, u]));
 
   // 3. at most one charge per request id, each with an 'ok' usage row of the same account

@@ -3,6 +3,14 @@ import { type Harness, hello, startHarness } from '../helpers/harness.js';
 
 type Body = { error?: { code: string; type: string; message: string } };
 
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 describe('per-key requests per minute', () => {
   let h: Harness;
   beforeAll(async () => {
@@ -47,8 +55,11 @@ describe('per-key and process-wide concurrency', () => {
   it('a key with 2 requests in flight gets 429 for the 3rd; slots free up when they finish', async () => {
     h.sim.setFault('mistral', { kind: 'slow', delayMs: 300 });
     const slow = { provider: 'prov-mistral', ...hello };
+    const seen = h.sim.requests('mistral').length;
     const inFlight = [h.chat(slow), h.chat(slow)];
-    await new Promise((r) => setTimeout(r, 100));
+    // Both are in flight once the upstream has them (not after a fixed time: a cold database pool may
+    // take longer than that to authenticate them).
+    await until(() => h.sim.requests('mistral').length >= seen + 2);
     const third = await h.chat(slow);
     expect(third.status).toBe(429);
     expect((third.body as Body).error?.code).toBe('rate_limit_exceeded');

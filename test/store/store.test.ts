@@ -3,23 +3,35 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openStore } from '../../src/store/index.js';
+import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
 import type { Store, UsageRecord } from '../../src/store/types.js';
+import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 
 let dir: string;
-let file: string;
+let db: TestDatabase;
 let store: Store;
+/** Stores opened by a test besides `store` (a second instance on the same database). */
+const extraStores: Store[] = [];
 
 beforeEach(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tollgate-store-'));
-  file = join(dir, 'db.sqlite');
-  store = await openStore(`sqlite:${file}`, { sqliteSynchronous: 'NORMAL' });
+  db = await createTestDatabase(dir, 'db.sqlite');
+  store = await openStore(db.url, { sqliteSynchronous: 'NORMAL' });
   await store.migrate();
 });
 afterEach(async () => {
+  for (const s of extraStores.splice(0)) await s.close();
   await store.close();
+  await db.drop();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** Another handle on the same database, as a second gateway instance would open it. */
+async function secondStore(): Promise<Store> {
+  const other = await openStore(db.url, { sqliteSynchronous: 'NORMAL' });
+  extraStores.push(other);
+  return other;
+}
 
 async function account(credit: number) {
   const created = await store.createAccount({
@@ -63,11 +75,18 @@ const hold = (accountId: string, holdId: string, amountNano: number, expiresAt =
   expiresAt,
 });
 
-describe('store: money moves only through hold → settle / release, and the ledger always balances', () => {
-  it('WAL mode and the chosen synchronous level are set on the file', async () => {
-    const raw = new SQLite(file, { readonly: true });
-    expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
-    raw.close();
+describe(`store (${TEST_DIALECT}): money moves only through hold → settle / release, and the ledger always balances`, () => {
+  it.runIf(TEST_DIALECT === 'sqlite')(
+    'WAL mode and the chosen synchronous level are set on the file',
+    async () => {
+      const raw = new SQLite(join(dir, 'db.sqlite'), { readonly: true });
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+      raw.close();
+    },
+  );
+
+  it('the store reports its dialect', () => {
+    expect(store.dialect).toBe(TEST_DIALECT);
   });
 
   it('migrate is idempotent', async () => {
@@ -157,9 +176,7 @@ describe('store: money moves only through hold → settle / release, and the led
 
   it('ledger check reports an account whose balance was changed outside the ledger', async () => {
     const id = await account(1000);
-    const raw = new SQLite(file);
-    raw.prepare('update accounts set balance_nano = balance_nano + 5 where id = ?').run(id);
-    raw.close();
+    await db.query('update accounts set balance_nano = balance_nano + 5 where id = ?', [id]);
     const report = await store.ledgerCheck();
     expect(report.ok).toBe(false);
     expect(report.problems).toEqual([
@@ -169,9 +186,18 @@ describe('store: money moves only through hold → settle / release, and the led
 
   it('the balance column refuses to go below zero even if asked directly', async () => {
     const id = await account(10);
-    const raw = new SQLite(file);
-    expect(() => raw.prepare('update accounts set balance_nano = -1 where id = ?').run(id)).toThrow(/CHECK/);
-    raw.close();
+    await expect(db.query('update accounts set balance_nano = -1 where id = ?', [id])).rejects.toThrow(
+      /check/i,
+    );
+  });
+
+  it('money columns are BIGINT: amounts beyond 32 bits round-trip exactly', async () => {
+    const big = 9_000_000_000_000_000; // 9 million dollars in nanodollars, > 2^53 / 1000
+    const id = await account(big);
+    expect((await store.getAccount(id))?.balanceNano).toBe(big);
+    await store.placeHold(hold(id, 'h1', big - 1));
+    expect(await store.openHoldsNano(id)).toBe(big - 1);
+    expect((await store.ledgerCheck()).ok).toBe(true);
   });
 
   it('at most maxActive unrevoked keys; revoked keys do not count', async () => {
@@ -196,5 +222,136 @@ describe('store: money moves only through hold → settle / release, and the led
       ok: false,
       reason: 'email_taken',
     });
+  });
+});
+
+// Several instances share PostgreSQL. (SQLite is the one-instance store: writers in other processes, such
+// as the CLI, queue on its file lock; two handles inside this one test process would instead block each
+// other's event loop while waiting, so these run on PostgreSQL.)
+describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances on one database', () => {
+  it('concurrent holds from two instances never take more than the balance', async () => {
+    const other = await secondStore();
+    const id = await account(10_000);
+    const attempts = Array.from({ length: 40 }, (_, i) =>
+      (i % 2 === 0 ? store : other).placeHold(hold(id, `h${i}`, 1_000)),
+    );
+    const results = await Promise.all(attempts);
+    expect(results.filter((r) => r.ok)).toHaveLength(10);
+    expect((await store.getAccount(id))?.balanceNano).toBe(0);
+    expect(await other.openHoldsNano(id)).toBe(10_000);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
+  it('sweepers of two instances and the settles they race release each hold exactly once', async () => {
+    const other = await secondStore();
+    const id = await account(100_000);
+    const past = Date.now() - 1;
+    for (let i = 0; i < 20; i++) await store.placeHold(hold(id, `h${i}`, 1_000, past));
+    const [a, b] = await Promise.all([
+      store.releaseHolds({ kind: 'expired', now: Date.now() }),
+      other.releaseHolds({ kind: 'expired', now: Date.now() }),
+      ...Array.from({ length: 10 }, (_, i) =>
+        store.settle({ holdId: `h${i}`, accountId: id, costNano: 100, usage: usage(id, `r${i}`) }),
+      ),
+    ]);
+    expect((a as number) + (b as number)).toBeLessThanOrEqual(20);
+    expect(await store.openHoldsNano(id)).toBe(0);
+    // Ten settles charged 100 each, whether their hold was still open or already released.
+    expect((await store.getAccount(id))?.balanceNano).toBe(100_000 - 10 * 100);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
+  it('one idempotency key claimed by two instances at once: exactly one request is started', async () => {
+    const other = await secondStore();
+    const id = await account(0);
+    const now = Date.now();
+    const claim = (s: Store, requestId: string) =>
+      s.beginIdempotent({
+        accountId: id,
+        key: 'same-key',
+        bodyHash: 'body',
+        requestId,
+        now,
+        lockedUntil: now + 60_000,
+        expiresAt: now + 86_400_000,
+      });
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => claim(i % 2 === 0 ? store : other, `req${i}`)),
+    );
+    expect(results.filter((r) => r.kind === 'started')).toHaveLength(1);
+    expect(results.filter((r) => r.kind === 'in_progress')).toHaveLength(9);
+  });
+
+  it('one email signed up on two instances at once: one account', async () => {
+    const other = await secondStore();
+    const results = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 === 0 ? store : other).createAccount({
+          email: 'race@x.test',
+          role: 'user',
+          passwordHash: null,
+        }),
+      ),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(1);
+  });
+});
+
+describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): timeouts and an unreachable database', () => {
+  it('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled and reported as 503 service_unavailable', async () => {
+    const id = await account(1_000);
+    const short = await openStore(db.url, {
+      sqliteSynchronous: 'NORMAL',
+      postgres: { statementTimeoutMs: 200, connectTimeoutMs: 1_000 },
+    });
+    extraStores.push(short);
+    // Another session holds the account's row lock, so the credit has to wait for it.
+    await db.query('begin');
+    await db.query('select id from accounts where id = ? for update', [id]);
+    const started = Date.now();
+    const error = await short
+      .addCredit({ accountId: id, amountNano: 5, note: null })
+      .catch((e: unknown) => e);
+    const waited = Date.now() - started;
+    await db.query('rollback');
+    expect(error).toBeInstanceOf(DatabaseUnavailableError);
+    expect(error).toMatchObject({ status: 503, code: 'service_unavailable', retryAfterSeconds: 1 });
+    expect(waited).toBeGreaterThanOrEqual(150);
+    expect(waited).toBeLessThan(2_000);
+    // Nothing was applied, and the store still works once the lock is gone.
+    expect((await short.addCredit({ accountId: id, amountNano: 5, note: null })).balanceNano).toBe(1_005);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
+  it('no server listening: every call fails fast with DatabaseUnavailableError', async () => {
+    const nowhere = await openStore('postgres://postgres@127.0.0.1:1/none', {
+      sqliteSynchronous: 'NORMAL',
+      postgres: { connectTimeoutMs: 500 },
+    });
+    extraStores.push(nowhere);
+    const started = Date.now();
+    await expect(nowhere.getAccount('acct_x')).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    await expect(nowhere.ping()).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    expect(Date.now() - started).toBeLessThan(1_500);
+  });
+
+  it('the pool never opens more than DATABASE_POOL_MAX connections', async () => {
+    const name = `tollgate_pool_${Math.random().toString(36).slice(2, 10)}`;
+    const small = await openStore(`${db.url}&application_name=${name}`, {
+      sqliteSynchronous: 'NORMAL',
+      postgres: { poolMax: 3 },
+    });
+    extraStores.push(small);
+    const id = await account(1_000_000);
+    await Promise.all(
+      Array.from({ length: 30 }, () => small.addCredit({ accountId: id, amountNano: 1, note: null })),
+    );
+    const [row] = await db.query<{ n: number }>(
+      'select count(*) as n from pg_stat_activity where application_name = ?',
+      [name],
+    );
+    expect(row?.n).toBeGreaterThan(0);
+    expect(row?.n).toBeLessThanOrEqual(3);
+    expect((await store.getAccount(id))?.balanceNano).toBe(1_000_030);
   });
 });

@@ -75,4 +75,53 @@ describe('loadConfig', () => {
     writeFileSync(file, JSON.stringify({ providers: { 'prov-nope': { apiKey: 'x' } } }));
     expect(() => loadConfig({ TOLLGATE_CONFIG: file })).toThrow(/prov-nope/);
   });
+
+  it('PostgreSQL pool and timeouts, Redis prefix and timeout: defaults, ranges, and no password in messages', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      redisUrl: undefined,
+      databasePoolMax: 10,
+      databaseStatementTimeoutMs: 5000,
+      databaseConnectTimeoutMs: 3000,
+      redisKeyPrefix: 'tollgate:',
+      redisTimeoutMs: 50,
+    });
+    const set = loadConfig({
+      DATABASE_URL: 'postgres://tollgate:pw@db.internal:5432/tollgate',
+      REDIS_URL: 'rediss://:pw@cache.internal:6380/2',
+      DATABASE_POOL_MAX: '25',
+      DATABASE_STATEMENT_TIMEOUT_MS: '2000',
+      DATABASE_CONNECT_TIMEOUT_MS: '500',
+      REDIS_KEY_PREFIX: 'eu-1:',
+      REDIS_TIMEOUT_MS: '20',
+    });
+    expect(set).toMatchObject({
+      databasePoolMax: 25,
+      databaseStatementTimeoutMs: 2000,
+      databaseConnectTimeoutMs: 500,
+      redisKeyPrefix: 'eu-1:',
+      redisTimeoutMs: 20,
+    });
+    try {
+      loadConfig({
+        DATABASE_URL: 'mysql://tollgate:s3cret@db/x',
+        REDIS_URL: 'http://:s3cret@cache',
+        DATABASE_POOL_MAX: '0',
+        DATABASE_STATEMENT_TIMEOUT_MS: 'soon',
+        REDIS_KEY_PREFIX: 'two words',
+      });
+      expect.unreachable();
+    } catch (e) {
+      const text = (e as ConfigError).problems.join('\n');
+      for (const v of [
+        'DATABASE_URL',
+        'REDIS_URL',
+        'DATABASE_POOL_MAX',
+        'DATABASE_STATEMENT_TIMEOUT_MS',
+        'REDIS_KEY_PREFIX',
+      ])
+        expect(text).toContain(v);
+      expect(text).not.toContain('s3cret');
+    }
+  });
 });
