@@ -65,7 +65,7 @@ const url = await new Promise<string>((resolve, reject) => {
 const result = await autocannon({
   url: `${url}/api/v1/chat/completions`,
   method: 'POST',
-  connections: 50,
+  connections: Number(process.env.PROFILE_CONNECTIONS ?? 50),
   duration: seconds,
   headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
   body: chatBody('prov-deepseek'),
@@ -124,7 +124,9 @@ for (const n of profile.nodes) {
     inclusive.set(name, (inclusive.get(name) ?? 0) + n.hitCount);
   }
 }
-const ours = new Map([...inclusive].filter(([k]) => /(src|dist)\//.test(k)));
+const ours = process.env.PROFILE_ALL
+  ? inclusive
+  : new Map([...inclusive].filter(([k]) => /(src|dist)\//.test(k)));
 console.log(`\ninclusive time of the project's functions\n${top(ours, 40)}`);
 console.log(`\nself time by file or package (${total} samples)\n${top(byFile, 30)}`);
 console.log(`\nself time by function\n${top(byFunction, 40)}`);

@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { hash, verify } from '@node-rs/argon2';
 
 /**
  * Argon2id with OWASP's recommended minimum parameters (m = 19 MiB, t = 2, p = 1):
@@ -11,11 +10,20 @@ const PARAMS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 1024;
 
-export function hashPassword(password: string): Promise<string> {
+// The native module (~12 MB resident) is loaded on the first password operation, not at start.
+let argon2: Promise<typeof import('@node-rs/argon2')> | undefined;
+const loadArgon2 = () => {
+  argon2 ??= import('@node-rs/argon2');
+  return argon2;
+};
+
+export async function hashPassword(password: string): Promise<string> {
+  const { hash } = await loadArgon2();
   return hash(password, PARAMS);
 }
 
-export function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
+export async function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
+  const { verify } = await loadArgon2();
   return verify(passwordHash, password).catch(() => false);
 }
 

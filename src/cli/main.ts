@@ -1,15 +1,10 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/index.js';
 import { CliError, usageError } from './cli-error.js';
-import { accountsCreate, accountsPassword } from './commands/accounts.js';
-import { backup } from './commands/backup.js';
-import { creditsAdd } from './commands/credits.js';
-import { demo } from './commands/demo.js';
-import { keysCreate, keysList, keysRevoke } from './commands/keys.js';
-import { ledgerCheck } from './commands/ledger.js';
-import { migrate } from './commands/migrate.js';
-import { serve } from './commands/serve.js';
 import { createOutput } from './output.js';
+
+// Each command's module is loaded when it runs: `serve` never pays for the simulator and its tokenizer
+// (~60 MB resident) that `demo` needs.
 
 const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
 
@@ -82,20 +77,20 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
   }
   switch (command) {
     case 'serve':
-      await serve(loadConfig(), out);
+      await (await import('./commands/serve.js')).serve(loadConfig(), out);
       return 'running';
     case 'demo': {
       const latencyMs = values.latency === undefined ? 0 : Number(values.latency);
       if (!Number.isInteger(latencyMs) || latencyMs < 0)
         throw usageError('--latency must be whole milliseconds');
-      await demo({ latencyMs }, out);
+      await (await import('./commands/demo.js')).demo({ latencyMs }, out);
       return 'running';
     }
     case 'migrate':
-      await migrate(out);
+      await (await import('./commands/migrate.js')).migrate(out);
       return 0;
     case 'accounts create':
-      await accountsCreate(
+      await (await import('./commands/accounts.js')).accountsCreate(
         {
           email: values.email,
           passwordStdin: values['password-stdin'] === true,
@@ -105,24 +100,33 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
       );
       return 0;
     case 'accounts password':
-      await accountsPassword({ email: values.email, passwordStdin: values['password-stdin'] === true }, out);
+      await (await import('./commands/accounts.js')).accountsPassword(
+        { email: values.email, passwordStdin: values['password-stdin'] === true },
+        out,
+      );
       return 0;
     case 'credits add':
-      await creditsAdd({ email: values.email, amount: values.amount, note: values.note }, out);
+      await (await import('./commands/credits.js')).creditsAdd(
+        { email: values.email, amount: values.amount, note: values.note },
+        out,
+      );
       return 0;
     case 'keys create':
-      await keysCreate({ email: values.email, name: values.name }, out);
+      await (await import('./commands/keys.js')).keysCreate({ email: values.email, name: values.name }, out);
       return 0;
     case 'keys list':
-      await keysList({ email: values.email }, out);
+      await (await import('./commands/keys.js')).keysList({ email: values.email }, out);
       return 0;
     case 'keys revoke':
-      await keysRevoke({ email: values.email, id: values.id }, out);
+      await (await import('./commands/keys.js')).keysRevoke({ email: values.email, id: values.id }, out);
       return 0;
     case 'ledger check':
-      return ledgerCheck(out);
+      return (await import('./commands/ledger.js')).ledgerCheck(out);
     case 'backup':
-      await backup({ files: positionals.slice(1), force: values.force === true }, out);
+      await (await import('./commands/backup.js')).backup(
+        { files: positionals.slice(1), force: values.force === true },
+        out,
+      );
       return 0;
     default:
       throw usageError(`unknown command "${command}"`);

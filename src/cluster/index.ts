@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
+import { redactRedisUrl } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
-import { ChangeBus, type ClusterEvent } from './change-bus.js';
-import { RedisLink, redactRedisUrl } from './redis-link.js';
+import type { ClusterEvent } from './change-bus.js';
 import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
 import { SharedRotationCounter } from './shared-rotation.js';
 
@@ -37,6 +37,15 @@ export interface ClusterOptions {
   connectWaitMs?: number;
 }
 
+/** Loaded only when Redis is configured: ioredis costs ~25 MB resident. */
+async function loadRedis() {
+  const [{ RedisLink }, { ChangeBus }] = await Promise.all([
+    import('./redis-link.js'),
+    import('./change-bus.js'),
+  ]);
+  return { RedisLink, ChangeBus };
+}
+
 /** Per-process state only: what an instance does without Redis. */
 export function localCluster(): Cluster {
   return {
@@ -56,6 +65,7 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
   const { config, logger } = options;
   if (!config.redisUrl) return localCluster();
   const prefix = config.redisKeyPrefix;
+  const { RedisLink, ChangeBus } = await loadRedis();
   const link = new RedisLink({
     url: config.redisUrl,
     timeoutMs: config.redisTimeoutMs,
@@ -95,6 +105,7 @@ export async function announce(
   event: ClusterEvent,
 ): Promise<boolean> {
   if (!config.redisUrl) return false;
+  const { RedisLink, ChangeBus } = await loadRedis();
   const link = new RedisLink({
     url: config.redisUrl,
     timeoutMs: Math.max(config.redisTimeoutMs, 500),

@@ -1,5 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { redactRedisUrl } from '../redact-url.js';
 
 export interface RedisLinkOptions {
   url: string;
@@ -12,11 +13,6 @@ export interface RedisLinkOptions {
 
 /** After a command times out, Redis is left alone this long: a hung server costs one timeout, not one per request. */
 const BACK_OFF_MS = 1_000;
-
-/** `redis://user:secret@host` → `redis://user:***@host`, for logs. */
-export function redactRedisUrl(url: string): string {
-  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
-}
 
 /**
  * The connection to Redis (https://github.com/redis/ioredis). Redis makes instances share state faster;

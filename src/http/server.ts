@@ -79,9 +79,8 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   const instanceId = `inst_${randomBytes(8).toString('hex')}`;
   const store =
     options.store ??
-    (await openStore(
-      config.databaseUrl,
-      storeOptionsFrom(config, {
+    (await openStore(config.databaseUrl, {
+      ...storeOptionsFrom(config, {
         // Logged once per outage, not per refused request.
         onAvailabilityChange: (available, cause) => {
           if (available) logger.warn('database reachable again: serving billable requests');
@@ -97,7 +96,14 @@ export async function createServer(config: Config, options: ServerOptions = {}):
             'database statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: its request gets 503',
           ),
       }),
-    ));
+      sqliteBackgroundCheckpoint: {
+        onFailure: (err) =>
+          logger.error(
+            { reason: err instanceof Error ? err.message : String(err) },
+            'SQLite checkpoint thread stopped: commits checkpoint the WAL themselves again',
+          ),
+      },
+    }));
   await store.migrate();
 
   // Holds are owned by the process that placed them. On the embedded SQLite store only one server runs

@@ -1,16 +1,22 @@
 import type { Config } from '../config/index.js';
 import { KyselyStore } from './kysely-store.js';
-import { openPostgres, openPostgresForMigrations, type PostgresOptions } from './open-postgres.js';
+import type { PostgresOptions } from './open-postgres.js';
 import { openSqlite } from './open-sqlite.js';
+import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import type { Store } from './types.js';
 
+export { redactDatabaseUrl } from '../redact-url.js';
 export { DatabaseUnavailableError } from './database-unavailable.js';
-export { redactDatabaseUrl } from './open-postgres.js';
 export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   sqliteSynchronous: 'NORMAL' | 'FULL';
   now?: () => number;
+  /**
+   * SQLite: checkpoint the WAL from a background thread instead of inside commits (long-running servers;
+   * see sqlite-checkpointer.ts). `onFailure` hears if that thread stops (the connection then does it).
+   */
+  sqliteBackgroundCheckpoint?: { onFailure: (err: unknown) => void };
   /** PostgreSQL pool size and timeouts (defaults: 10 connections, 5 s statements, 3 s to connect). */
   postgres?: Partial<PostgresOptions>;
 }
@@ -39,8 +45,12 @@ export async function openStore(
   options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
 ): Promise<Store> {
   if (url.startsWith('sqlite:')) {
-    const { db, sqlite } = openSqlite(url, { synchronous: options.sqliteSynchronous });
-    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite);
+    const { db, sqlite, file } = openSqlite(url, { synchronous: options.sqliteSynchronous });
+    const checkpointer =
+      options.sqliteBackgroundCheckpoint && file !== ':memory:'
+        ? new SqliteCheckpointer(sqlite, file, options.sqliteBackgroundCheckpoint.onFailure)
+        : undefined;
+    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite, checkpointer);
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pgOptions: PostgresOptions = {
@@ -49,6 +59,8 @@ export async function openStore(
       connectTimeoutMs: 3_000,
       ...options.postgres,
     };
+    // Loaded only here: a SQLite deployment never pays for the driver (~16 MB resident).
+    const { openPostgres, openPostgresForMigrations } = await import('./open-postgres.js');
     const { db } = openPostgres(url, pgOptions);
     return new KyselyStore(db, 'postgres', options.now, () =>
       openPostgresForMigrations(url, pgOptions.connectTimeoutMs),

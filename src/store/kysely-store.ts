@@ -11,6 +11,7 @@ import {
   toNumberOrNull,
   type UsageTable,
 } from './schema.js';
+import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 import type {
   Account,
@@ -121,6 +122,8 @@ export class KyselyStore implements Store {
     private readonly openMigrationDb?: () => Kysely<Database>,
     /** SQLite: the connection itself, for the prepared per-request statements of `sqlite-hot-path.ts`. */
     private readonly sqlite?: SQLite.Database,
+    /** SQLite: the background WAL checkpointer of a serving process, stopped before the connection closes. */
+    private readonly checkpointer?: SqliteCheckpointer,
   ) {}
 
   private hotPath?: SqliteHotPath;
@@ -172,6 +175,8 @@ export class KyselyStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.hotPath?.drain();
+    await this.checkpointer?.stop();
     await this.db.destroy();
   }
 

@@ -51,11 +51,6 @@ export const postgresTypes: pg.CustomTypesConfig = {
   }) as pg.CustomTypesConfig['getTypeParser'],
 };
 
-/** `postgres://user:secret@host/db` → `postgres://user:***@host/db`, for messages and logs. */
-export function redactDatabaseUrl(url: string): string {
-  return url.replace(/(\/\/[^:/@]+:)[^@]*@/, '$1***@');
-}
-
 /** Tracks whether the database answers, reporting each change once (no log line per failed request). */
 class Availability {
   private available = true;

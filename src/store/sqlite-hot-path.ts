@@ -1,5 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
+import { randomHex } from '../random.js';
 import { toNumber } from './schema.js';
 import type {
   KeyAuthRecord,
@@ -56,28 +56,51 @@ function usageParams(u: UsageRecord, shortfallNano: number): unknown[] {
   ];
 }
 
+/** Most operations committed together; more waiting go into the next commit, one event-loop turn later. */
+const MAX_GROUP = 256;
+
+interface Pending {
+  run: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
 /**
- * The per-request statements of the embedded SQLite store, prepared once and run in synchronous
- * better-sqlite3 transactions (BEGIN IMMEDIATE): the same rows and the same arithmetic as KyselyStore's
- * generic versions, without building SQL or hopping through promises on every call. A transaction here
- * never spans an `await`, so it can never interleave with another one on the shared connection; while a
- * Kysely transaction is open on it (`inTransaction`), callers must use the generic path instead, which
- * queues behind it.
+ * The per-request statements of the embedded SQLite store, prepared once: the same rows and the same
+ * arithmetic as KyselyStore's generic versions, without building SQL or hopping through promises per
+ * statement.
+ *
+ * **Group commit.** A commit costs far more than the statements in it (the WAL frames of every touched
+ * page). So the writes of one request — place a hold, settle, release, record usage — are queued, and
+ * all those queued within one event-loop turn are committed together in one BEGIN IMMEDIATE transaction.
+ * A caller's promise settles only after the COMMIT, so nothing is acknowledged before it is as durable as
+ * `synchronous` makes it, exactly as with one commit each. If one operation throws, the group is rolled
+ * back and its operations are run again one transaction each, so only that one fails (a savepoint per
+ * operation would do the same but doubles the cost). Measured (docs/performance.md): place + settle cost
+ * 131 µs of CPU per request one commit each, 38 µs in groups of 25, 73 µs with a savepoint each.
+ *
+ * A Kysely transaction open on the shared connection (`inTransaction`) holds it across awaits: a group
+ * never starts inside one (it waits for the next turn), and reads take the generic path meanwhile.
  */
 export class SqliteHotPath {
   private readonly stmt: ReturnType<typeof prepareAll>;
-  private readonly placeTx: (input: PlaceHoldInput) => PlaceHoldResult;
-  private readonly settleTx: (input: SettleInput) => SettleResult;
-  private readonly releaseTx: (input: ReleaseInput) => { balanceNano: number };
+  private readonly groupTx: (group: Pending[], outcomes: unknown[]) => void;
+  private readonly singleTx: (op: Pending) => unknown;
+  private queue: Pending[] = [];
+  private scheduled = false;
+  /** Set once BEGIN succeeded: tells a failed operation from a failed BEGIN. */
+  private groupBegun = false;
 
   constructor(
     private readonly db: SQLite.Database,
     private readonly now: () => number,
   ) {
     this.stmt = prepareAll(db);
-    this.placeTx = db.transaction((input: PlaceHoldInput) => this.placeInTx(input)).immediate;
-    this.settleTx = db.transaction((input: SettleInput) => this.settleInTx(input)).immediate;
-    this.releaseTx = db.transaction((input: ReleaseInput) => this.releaseInTx(input)).immediate;
+    this.groupTx = db.transaction((group: Pending[], outcomes: unknown[]) => {
+      this.groupBegun = true;
+      for (const op of group) outcomes.push(op.run());
+    }).immediate;
+    this.singleTx = db.transaction((op: Pending) => op.run()).immediate;
   }
 
   /** Whether a (Kysely) transaction is open on the connection right now. */
@@ -97,20 +120,76 @@ export class SqliteHotPath {
     };
   }
 
-  placeHold(input: PlaceHoldInput): PlaceHoldResult {
-    return this.placeTx(input);
+  placeHold(input: PlaceHoldInput): Promise<PlaceHoldResult> {
+    return this.enqueue(() => this.placeInTx(input));
   }
 
-  settle(input: SettleInput): SettleResult {
-    return this.settleTx(input);
+  settle(input: SettleInput): Promise<SettleResult> {
+    return this.enqueue(() => this.settleInTx(input));
   }
 
-  release(input: ReleaseInput): { balanceNano: number } {
-    return this.releaseTx(input);
+  release(input: ReleaseInput): Promise<{ balanceNano: number }> {
+    return this.enqueue(() => this.releaseInTx(input));
   }
 
-  recordUsage(usage: UsageRecord): void {
-    this.stmt.insertUsage.run(...usageParams(usage, 0));
+  recordUsage(usage: UsageRecord): Promise<void> {
+    return this.enqueue(() => {
+      this.stmt.insertUsage.run(...usageParams(usage, 0));
+    });
+  }
+
+  /** Commits everything queued now (before the connection is closed). */
+  drain(): void {
+    while (this.queue.length > 0 && !this.db.inTransaction) this.commitGroup();
+  }
+
+  private enqueue<T>(run: () => T): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.queue.push({ run, resolve: resolve as (value: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    if (this.queue.length === 0) return;
+    if (!this.db.inTransaction) this.commitGroup();
+    if (this.queue.length > 0) {
+      this.scheduled = true;
+      setImmediate(this.flush);
+    }
+  };
+
+  private commitGroup(): void {
+    const group = this.queue.length <= MAX_GROUP ? this.queue : this.queue.slice(0, MAX_GROUP);
+    this.queue = this.queue.length <= MAX_GROUP ? [] : this.queue.slice(MAX_GROUP);
+    const outcomes: unknown[] = [];
+    this.groupBegun = false;
+    try {
+      this.groupTx(group, outcomes);
+    } catch (error) {
+      // The whole group was rolled back. An operation that threw (outcomes stops at it) is retried with
+      // the others one transaction each, so only it fails; a failed BEGIN or COMMIT (the file locked past
+      // busy_timeout, a full disk) fails them all.
+      if (this.groupBegun && outcomes.length < group.length && this.db.open) {
+        for (const op of group) this.runAlone(op);
+      } else {
+        for (const op of group) op.reject(error);
+      }
+      return;
+    }
+    for (let i = 0; i < group.length; i++) (group[i] as Pending).resolve(outcomes[i]);
+  }
+
+  private runAlone(op: Pending): void {
+    try {
+      op.resolve(this.singleTx(op));
+    } catch (error) {
+      op.reject(error);
+    }
   }
 
   private placeInTx(input: PlaceHoldInput): PlaceHoldResult {
@@ -158,7 +237,7 @@ export class SqliteHotPath {
     this.stmt.setBalance.run(next, input.accountId);
     if (chargedNano > 0) {
       this.stmt.insertCharge.run(
-        `led_${randomBytes(12).toString('hex')}`,
+        `led_${randomHex(12)}`,
         input.accountId,
         chargedNano,
         input.usage.requestId,

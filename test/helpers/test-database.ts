@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { postgresTypes, redactDatabaseUrl } from '../../src/store/open-postgres.js';
+import { redactDatabaseUrl } from '../../src/redact-url.js';
+import { postgresTypes } from '../../src/store/open-postgres.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 

@@ -3,7 +3,8 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../src/cluster/change-bus.js';
 import { connectCluster } from '../../src/cluster/index.js';
-import { RedisLink, redactRedisUrl } from '../../src/cluster/redis-link.js';
+import { RedisLink } from '../../src/cluster/redis-link.js';
+import { redactRedisUrl } from '../../src/redact-url.js';
 
 const silent = pino({ level: 'silent' });
 

@@ -1,0 +1,9 @@
+/**
+ * `postgres://user:secret@host/db` → `postgres://user:***@host/db` (also `redis://:secret@host`): a
+ * connection URL as it may appear in messages and logs.
+ */
+export function redactUrlPassword(url: string): string {
+  return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
+}
+
+export { redactUrlPassword as redactDatabaseUrl, redactUrlPassword as redactRedisUrl };

@@ -1,0 +1,194 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import SQLite from 'better-sqlite3';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openStore } from '../../src/store/index.js';
+import { SqliteCheckpointer } from '../../src/store/sqlite-checkpointer.js';
+import type { Store, UsageRecord } from '../../src/store/types.js';
+
+let dir: string;
+let file: string;
+let store: Store;
+
+beforeEach(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tollgate-sqlite-engine-'));
+  file = join(dir, 'db.sqlite');
+});
+afterEach(async () => {
+  await store?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function open(background = false): Promise<Store> {
+  store = await openStore(`sqlite:${file}`, {
+    sqliteSynchronous: 'NORMAL',
+    ...(background ? { sqliteBackgroundCheckpoint: { onFailure: () => {} } } : {}),
+  });
+  await store.migrate();
+  return store;
+}
+
+async function account(credit: number): Promise<string> {
+  const created = await store.createAccount({
+    email: `a${Math.random()}@x.test`,
+    role: 'user',
+    passwordHash: null,
+  });
+  if (!created.ok) throw new Error('account');
+  await store.addCredit({ accountId: created.account.id, amountNano: credit, note: null });
+  return created.account.id;
+}
+
+function usage(accountId: string, requestId: string): UsageRecord {
+  return {
+    requestId,
+    accountId,
+    keyId: 'key_x',
+    provider: 'prov-deepseek',
+    model: 'm',
+    promptTokens: 1,
+    completionTokens: 1,
+    usageEstimated: false,
+    inputCostNano: 50,
+    outputCostNano: 50,
+    status: 'ok',
+    errorCode: null,
+    httpStatus: 200,
+    durationMs: 1,
+    clientGone: false,
+    createdAt: Date.now(),
+  };
+}
+
+function hold(accountId: string, i: number, amountNano = 1_000) {
+  return {
+    holdId: `hold_${i}`,
+    accountId,
+    requestId: `req_${i}`,
+    amountNano,
+    owner: 'inst_test',
+    createdAt: Date.now(),
+    expiresAt: Date.now() + 60_000,
+  };
+}
+
+describe('group commit', () => {
+  it('operations queued in one turn commit together, and one that throws fails alone, leaving nothing behind', async () => {
+    await open();
+    const a = await account(100_000);
+    const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => store.placeHold(hold(a, i))));
+    expect(holds.every((h) => h.ok)).toBe(true);
+
+    // 19 good settles and, in the same group, one for an account that does not exist: that one throws
+    // after its hold is closed, so without the retry its partial writes (or the others') would leak.
+    const results = await Promise.allSettled([
+      ...Array.from({ length: 19 }, (_, i) =>
+        store.settle({ holdId: `hold_${i}`, accountId: a, costNano: 100, usage: usage(a, `req_${i}`) }),
+      ),
+      store.settle({
+        holdId: 'hold_19',
+        accountId: 'acct_missing',
+        costNano: 100,
+        usage: usage(a, 'req_19'),
+      }),
+    ]);
+    expect(results.slice(0, 19).every((r) => r.status === 'fulfilled')).toBe(true);
+    expect(results[19]?.status).toBe('rejected');
+
+    const raw = new SQLite(file, { readonly: true });
+    try {
+      const usageRows = raw.prepare('select count(*) as n from usage').get() as { n: number };
+      const charges = raw
+        .prepare("select count(*) as n, sum(amount_nano) as s from ledger where kind = 'charge'")
+        .get() as {
+        n: number;
+        s: number;
+      };
+      const open19 = raw.prepare("select closed_at from holds where id = 'hold_19'").get() as {
+        closed_at: number | null;
+      };
+      const balance = raw.prepare('select balance_nano from accounts where id = ?').get(a) as {
+        balance_nano: number;
+      };
+      expect(usageRows.n).toBe(19);
+      expect(charges).toEqual({ n: 19, s: 1_900 });
+      expect(open19.closed_at).toBeNull(); // the failed settle closed nothing
+      expect(balance.balance_nano).toBe(100_000 - 19 * 100 - 1_000); // hold_19 still held
+    } finally {
+      raw.close();
+    }
+    // The invariant the ledger check proves: nothing is lost or double counted.
+    const check = await store.ledgerCheck();
+    expect(check.problems).toEqual([]);
+  });
+
+  it('holds placed in one group never take more than the balance', async () => {
+    await open();
+    const a = await account(10_000);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => store.placeHold(hold(a, i, 1_000))),
+    );
+    expect(results.filter((r) => r.ok)).toHaveLength(10);
+    expect(results.filter((r) => !r.ok).every((r) => !r.ok && r.reason === 'insufficient_balance')).toBe(
+      true,
+    );
+  });
+
+  it('close() commits what is still queued', async () => {
+    await open();
+    const a = await account(10_000);
+    const pending = store.placeHold(hold(a, 1));
+    await store.close();
+    await expect(pending).resolves.toMatchObject({ ok: true, balanceNano: 9_000 });
+    store = await openStore(`sqlite:${file}`, { sqliteSynchronous: 'NORMAL' });
+    expect(await balanceOf(a)).toBe(9_000);
+  });
+});
+
+async function balanceOf(accountId: string): Promise<number> {
+  const raw = new SQLite(file, { readonly: true });
+  try {
+    return (
+      raw.prepare('select balance_nano from accounts where id = ?').get(accountId) as { balance_nano: number }
+    ).balance_nano;
+  } finally {
+    raw.close();
+  }
+}
+
+describe('background WAL checkpoints', () => {
+  it('the serving connection does not checkpoint; the thread moves the WAL into the file', async () => {
+    await open(true);
+    const a = await account(1_000_000_000);
+    const before = statSync(file).size;
+    for (let round = 0; round < 40; round++) {
+      await Promise.all(Array.from({ length: 25 }, (_, i) => store.placeHold(hold(a, round * 25 + i, 10))));
+    }
+    const deadline = Date.now() + 5_000;
+    while (statSync(file).size <= before && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 50));
+    // Only a checkpoint writes pages into the main file; the connection's own autocheckpoint is off.
+    expect(statSync(file).size).toBeGreaterThan(before);
+  });
+
+  it('when the thread dies, the connection checkpoints itself again and the failure is reported', async () => {
+    const db = new SQLite(file);
+    db.pragma('journal_mode = WAL');
+    const failures: unknown[] = [];
+    const checkpointer = new SqliteCheckpointer(
+      db,
+      file,
+      (err) => failures.push(err),
+      50,
+      '/nonexistent/driver.js',
+    );
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(0);
+    const deadline = Date.now() + 5_000;
+    while (failures.length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(failures).toHaveLength(1);
+    expect(db.pragma('wal_autocheckpoint', { simple: true })).toBe(1000);
+    await checkpointer.stop();
+    db.close();
+  });
+});

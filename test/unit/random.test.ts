@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { newCompletionId } from '../../src/gateway/ids.js';
+import { randomAlnum, randomHex } from '../../src/random.js';
+
+describe('pooled random ids', () => {
+  it('randomHex gives the asked length, across many pool refills, never repeating', () => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 20_000; i++) {
+      const id = randomHex(12); // 240 KB drawn: ~60 refills of the 4 KiB pool
+      expect(id).toMatch(/^[0-9a-f]{24}$/);
+      seen.add(id);
+    }
+    expect(seen.size).toBe(20_000);
+  });
+
+  it('randomAlnum is alphanumeric and roughly uniform over its 62 symbols', () => {
+    const counts = new Map<string, number>();
+    const text = Array.from({ length: 2_000 }, () => randomAlnum(31)).join('');
+    expect(text).toMatch(/^[A-Za-z0-9]{62000}$/);
+    for (const c of text) counts.set(c, (counts.get(c) ?? 0) + 1);
+    expect(counts.size).toBe(62);
+    // 1,000 expected per symbol; a biased modulo (256 % 62) would push the first 8 symbols ~25% high.
+    for (const n of counts.values()) expect(Math.abs(n - 1_000)).toBeLessThan(200);
+  });
+
+  it('completion ids keep OpenAI form', () => {
+    expect(newCompletionId()).toMatch(/^chatcmpl-[A-Za-z0-9]{29}$/);
+  });
+});
