@@ -46,6 +46,12 @@ export function tokenCost(tokens: number, pricePerMillionNano: number): number {
   if (!Number.isSafeInteger(pricePerMillionNano) || pricePerMillionNano < 0) {
     throw new RangeError(`bad price: ${pricePerMillionNano}`);
   }
+  const exact = tokens * pricePerMillionNano;
+  // Fast path (every realistic call; BigInt costs several allocations per call on the hot path). For
+  // integers a, b with a + b < 2^53, rounding a / b to a double never crosses an integer: a non-integer
+  // quotient is at least 1/b from the integers around it, more than half an ulp there ((a + b)/b · 2^-53).
+  // So Math.ceil / Math.floor of the double quotient are exact. test/unit/money.test.ts checks against BigInt.
+  if (Number.isSafeInteger(exact + 1_000_000)) return Math.ceil(exact / 1_000_000);
   const product = BigInt(tokens) * BigInt(pricePerMillionNano);
   const cost = (product + TOKENS_PER_PRICE_UNIT - 1n) / TOKENS_PER_PRICE_UNIT;
   if (cost > BigInt(Number.MAX_SAFE_INTEGER)) throw new RangeError('cost out of range');
@@ -59,6 +65,9 @@ export function maxTokensFor(budgetNano: number, pricePerMillionNano: number): n
   if (pricePerMillionNano === 0) return Number.MAX_SAFE_INTEGER;
   if (budgetNano === 0) return 0;
   // tokens × price ≤ budget × 10^6  ⇔  ceil(tokens × price / 10^6) ≤ budget
+  const scaled = budgetNano * 1_000_000;
+  // Exact for the same reason as in tokenCost.
+  if (Number.isSafeInteger(scaled + pricePerMillionNano)) return Math.floor(scaled / pricePerMillionNano);
   const tokens = (BigInt(budgetNano) * TOKENS_PER_PRICE_UNIT) / BigInt(pricePerMillionNano);
   return tokens > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(tokens);
 }

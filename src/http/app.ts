@@ -46,8 +46,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Only JSON is accepted; Fastify's built-in text/plain parser would let text bodies through.
   app.removeContentTypeParser('text/plain');
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    done();
   });
 
   // Once a graceful stop has begun, every answer closes its connection: a client's idle keep-alive

@@ -89,8 +89,12 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
 
   async function send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse> {
     const host = hostOf(req.url);
-    const deadline = AbortSignal.timeout(Math.max(1, opts.timeoutMs));
-    const signal = opts.signal === undefined ? deadline : AbortSignal.any([deadline, opts.signal]);
+    // One deadline for the whole call. A controller and a timer cleared at the end cost less than
+    // AbortSignal.timeout, whose timer is only reclaimed by the garbage collector (docs/performance.md).
+    const deadline = new AbortController();
+    const timer = setTimeout(() => deadline.abort(), Math.max(1, opts.timeoutMs));
+    const signal =
+      opts.signal === undefined ? deadline.signal : AbortSignal.any([deadline.signal, opts.signal]);
     try {
       signal.throwIfAborted();
       const response = await request(req.url, {
@@ -109,25 +113,23 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
         response.body.destroy();
         throw tooLarge(host, maxBodyBytes, response.statusCode);
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of response.body) {
-        const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-        size += buffer.length;
-        if (size > maxBodyBytes) {
-          // Leaving the loop by throwing destroys the body (and its connection) through the iterator.
-          throw tooLarge(host, maxBodyBytes, response.statusCode);
-        }
-        chunks.push(buffer);
-      }
+      // A declared length within the cap is read in one go (undici checks it against what arrives);
+      // otherwise the body is counted chunk by chunk and cut off past the cap.
+      const bodyText = Number.isFinite(declared)
+        ? await response.body.text()
+        : await readCapped(response.body, maxBodyBytes, () =>
+            tooLarge(host, maxBodyBytes, response.statusCode),
+          );
       return {
         status: response.statusCode,
         headers: normalizeHeaders(response.headers),
-        bodyText: Buffer.concat(chunks, size).toString('utf8'),
+        bodyText,
       };
     } catch (error) {
       if (error instanceof UpstreamError) throw error;
-      throw toUpstreamError(error, host, opts, deadline);
+      throw toUpstreamError(error, host, opts, deadline.signal);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
@@ -176,6 +178,24 @@ function findErrorCode(error: unknown, depth = 0): string | undefined {
   const fromCause = findErrorCode(Reflect.get(error, 'cause'), depth + 1);
   if (fromCause !== undefined) return fromCause;
   return typeof code === 'string' ? code : undefined;
+}
+
+/** Reads a body of unknown length as UTF-8, failing with `tooLarge()` once it passes `maxBytes`. */
+async function readCapped(
+  body: AsyncIterable<unknown>,
+  maxBytes: number,
+  tooLarge: () => Error,
+): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
+    size += buffer.length;
+    // Leaving the loop by throwing destroys the body (and its connection) through the iterator.
+    if (size > maxBytes) throw tooLarge();
+    chunks.push(buffer);
+  }
+  return Buffer.concat(chunks, size).toString('utf8');
 }
 
 function tooLarge(host: string, maxBodyBytes: number, status: number): UpstreamError {

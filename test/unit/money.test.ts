@@ -68,3 +68,53 @@ describe('money', () => {
     );
   });
 });
+
+describe('the exact fast paths agree with BigInt arithmetic', () => {
+  // Reference implementations with nothing but BigInt.
+  const refCost = (t: number, p: number) => Number((BigInt(t) * BigInt(p) + 999_999n) / 1_000_000n);
+  const refMax = (b: number, p: number) => {
+    const q = (BigInt(b) * 1_000_000n) / BigInt(p);
+    return q > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(q);
+  };
+  // A seeded generator: the same cases every run.
+  let seed = 20_261_123;
+  const next = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const magnitude = (max: number) => Math.floor(next() ** 4 * max);
+
+  it('tokenCost over 200,000 random and boundary cases', () => {
+    const cases: [number, number][] = [
+      [1, 1],
+      [999_999, 1],
+      [1_000_001, 1],
+      [Number.MAX_SAFE_INTEGER, 1],
+      [Number.MAX_SAFE_INTEGER - 1_000_000, 1],
+      [Math.floor(Number.MAX_SAFE_INTEGER / 3), 3],
+      [94_906_265, 94_906_267],
+    ];
+    for (let i = 0; i < 200_000; i++) cases.push([magnitude(1e12), magnitude(1e12)]);
+    // Quotients near 9e9, where the double's ulp (≈ 2e-6) is closest to the smallest fraction (1e-6).
+    for (let k = 9_007_199_000; k < 9_007_199_254; k += 7) cases.push([k * 1_000_000 + 1, 1]);
+    for (const [t, p] of cases) {
+      if (t * p > 1e24) continue; // out of range for both (checked by the RangeError test above)
+      if (BigInt(t) * BigInt(p) > BigInt(Number.MAX_SAFE_INTEGER) * 1_000_000n) continue;
+      expect(tokenCost(t, p), `${t} × ${p}`).toBe(refCost(t, p));
+    }
+  });
+
+  it('maxTokensFor over 200,000 random and boundary cases', () => {
+    const cases: [number, number][] = [
+      [1, 1],
+      [Number.MAX_SAFE_INTEGER, 1],
+      [Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000), 7],
+      [Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000) - 1, 999_999_999],
+    ];
+    for (let i = 0; i < 200_000; i++) cases.push([magnitude(1e15), 1 + magnitude(1e12)]);
+    // The largest quotients the fast path takes, where the ulp is largest.
+    const top = Math.floor(Number.MAX_SAFE_INTEGER / 1_000_000) - 200;
+    for (let b = top; b < top + 100; b++) for (let p = 2; p < 60; p++) cases.push([b, p]);
+    for (const [b, p] of cases) expect(maxTokensFor(b, p), `${b} / ${p}`).toBe(refMax(b, p));
+  });
+});
