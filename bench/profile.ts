@@ -4,15 +4,14 @@
  * (`--keep DIR`) for Chrome DevTools. This is how docs/performance.md's optimisations were chosen.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import autocannon from 'autocannon';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
-import { startSimulator } from '../src/simulator/index.js';
 import { openStore } from '../src/store/index.js';
-import { BIN, ROOT } from './processes.js';
+import { BIN, cleanupAll, detectPinning, pinSelf, ROOT, SIMULATOR_MAIN, startProcess } from './processes.js';
 import { BENCH_CREDIT_NANO, chatBody, simBaseUrl } from './targets.js';
 
 interface Node {
@@ -27,7 +26,17 @@ const keepIdx = process.argv.indexOf('--keep');
 const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-profile-'));
-const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: 0 });
+// As in `npm run bench`: the gateway alone on CPU 0; the simulator, autocannon and this script on CPU 1.
+const pinning = detectPinning(process.argv.includes('--no-pin'));
+pinSelf(pinning.load);
+const sim = await startProcess({
+  name: 'simulator',
+  command: process.execPath,
+  args: [SIMULATOR_MAIN, '--port', '0', '--latency-ms', '0'],
+  env: { PATH: process.env.PATH ?? '/usr/bin:/bin' },
+  cpu: pinning.load,
+  dir,
+});
 const env: Record<string, string> = {
   ...process.env,
   DATABASE_URL: `sqlite:${join(dir, 'gw.db')}`,
@@ -49,7 +58,12 @@ if (!key.ok) throw new Error('key');
 await store.close();
 
 const profDir = keep ?? join(dir, 'prof');
-const child = spawn(process.execPath, ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BIN, 'serve', '--json'], {
+const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BIN, 'serve', '--json'];
+const [command, args] =
+  pinning.target === undefined
+    ? [process.execPath, nodeArgs]
+    : ['taskset', ['-c', pinning.target, process.execPath, ...nodeArgs]];
+const child = spawn(command, args, {
   env,
   stdio: ['ignore', 'pipe', 'inherit'],
 });
@@ -62,6 +76,10 @@ const url = await new Promise<string>((resolve, reject) => {
   });
   child.once('exit', (code) => reject(new Error(`server exited ${code}`)));
 });
+// The simulator records every request (for the tests): clear it as the benchmark does, or it slows down.
+const resetTimer = setInterval(() => {
+  fetch(`${sim.url}/__sim/reset`, { method: 'POST' }).catch(() => {});
+}, 1_000);
 const result = await autocannon({
   url: `${url}/api/v1/chat/completions`,
   method: 'POST',
@@ -76,9 +94,14 @@ console.log(
 const exited = new Promise((r) => child.once('exit', r));
 child.kill('SIGTERM');
 await exited;
-await sim.close();
+clearInterval(resetTimer);
+await sim.stop();
+await cleanupAll();
 
-const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+// One profile per thread (the main one and the SQLite checkpoint worker): the main thread's is the largest.
+const file = readdirSync(profDir)
+  .filter((f) => f.endsWith('.cpuprofile'))
+  .sort((a, b) => statSync(join(profDir, b)).size - statSync(join(profDir, a)).size)[0];
 if (!file) throw new Error('no profile written');
 const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as { nodes: Node[] };
 const total = profile.nodes.reduce((s, n) => s + n.hitCount, 0);

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 /** Spec §5.2: the prefix "sk-svc-" followed by 32 hexadecimal characters. */
 export const KEY_PREFIX = 'sk-svc-';
@@ -18,7 +18,8 @@ export function generateApiKey(): string {
  * A 128-bit random secret needs no slow hash; a fast one keeps the lookup on the hot path cheap.
  */
 export function hashApiKey(key: string): string {
-  return createHash('sha256').update(key.toLowerCase()).digest('hex');
+  // crypto.hash: one call, no Hash object per request (Node 20.12+).
+  return hash('sha256', key.toLowerCase(), 'hex');
 }
 
 /** Display hint shown in listings: `sk-svc-1a2b…9f0e`. */

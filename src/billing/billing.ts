@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import type { ProviderConfig } from '../providers/types.js';
-import { randomHex } from '../random.js';
+import { timeOrderedHex } from '../random.js';
 import type { SettleInput, Store, UsageRecord } from '../store/types.js';
 import { callCostBound, capWithinHold, fullHoldFor, type HoldPlanInput } from './estimate.js';
 import { formatNano, maxTokensFor, tokenCost } from './money.js';
@@ -120,7 +120,7 @@ export class Billing {
     req: HoldRequest,
     amountNano: number,
   ): Promise<{ ok: true; holdId: string } | { ok: false; balanceNano: number }> {
-    const holdId = `hold_${randomHex(12)}`;
+    const holdId = `hold_${timeOrderedHex(6)}`;
     const result = await this.store.placeHold({
       holdId,
       accountId: req.accountId,

@@ -308,7 +308,12 @@ export class Gateway {
       hold,
       cost.inputNano + cost.outputNano,
       {
-        ...this.baseUsage(ctx),
+        // Spelled out rather than spread from baseUsage(): this literal is built on every success.
+        requestId: ctx.requestId,
+        accountId: ctx.accountId,
+        keyId: ctx.keyId,
+        clientGone: ctx.clientGone(),
+        createdAt: ctx.startedAt,
         provider: provider.name,
         model,
         promptTokens,

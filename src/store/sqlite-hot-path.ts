@@ -1,5 +1,5 @@
 import type SQLite from 'better-sqlite3';
-import { randomHex } from '../random.js';
+import { timeOrderedHex } from '../random.js';
 import { toNumber } from './schema.js';
 import type {
   KeyAuthRecord,
@@ -237,7 +237,7 @@ export class SqliteHotPath {
     this.stmt.setBalance.run(next, input.accountId);
     if (chargedNano > 0) {
       this.stmt.insertCharge.run(
-        `led_${randomHex(12)}`,
+        `led_${timeOrderedHex(6)}`,
         input.accountId,
         chargedNano,
         input.usage.requestId,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newCompletionId } from '../../src/gateway/ids.js';
-import { randomAlnum, randomHex } from '../../src/random.js';
+import { randomAlnum, randomHex, timeOrderedAlnum, timeOrderedHex } from '../../src/random.js';
 
 describe('pooled random ids', () => {
   it('randomHex gives the asked length, across many pool refills, never repeating', () => {
@@ -25,5 +25,28 @@ describe('pooled random ids', () => {
 
   it('completion ids keep OpenAI form', () => {
     expect(newCompletionId()).toMatch(/^chatcmpl-[A-Za-z0-9]{29}$/);
+  });
+});
+
+describe('time-ordered ids', () => {
+  it('sort in creation order across milliseconds and keep their length and alphabet', async () => {
+    const hex: string[] = [];
+    const alnum: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      hex.push(timeOrderedHex(6));
+      alnum.push(timeOrderedAlnum(29));
+      await new Promise((r) => setTimeout(r, 3));
+    }
+    for (const id of hex) expect(id).toMatch(/^[0-9a-f]{24}$/);
+    for (const id of alnum) expect(id).toMatch(/^[A-Za-z0-9]{29}$/);
+    expect([...hex].sort()).toEqual(hex);
+    expect([...alnum].sort()).toEqual(alnum); // plain string order, as a B-tree on the column sorts
+    expect(new Set(alnum.map((a) => a.slice(0, 8))).size).toBe(5);
+  });
+
+  it('the time prefix is the clock, so it also orders ids made in different processes', () => {
+    const before = Date.now().toString(16).padStart(12, '0');
+    const id = timeOrderedHex(6);
+    expect(id.slice(0, 12) >= before).toBe(true);
   });
 });
