@@ -35,6 +35,11 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** SQLite `synchronous` level in WAL mode (see docs/operations.md). */
   readonly sqliteSynchronous: 'NORMAL' | 'FULL';
+  /**
+   * Where the SQLite WAL is checkpointed: `inline` (SQLite's default, inside the commit that crosses
+   * 1,000 WAL pages) or `background` (a worker thread every 250 ms; see docs/performance.md).
+   */
+  readonly sqliteCheckpoint: 'inline' | 'background';
   /** Load the fallback tokenizer at start instead of on the first usage-less upstream answer. */
   readonly tokenizerPreload: boolean;
   /** Largest request body accepted, in bytes (413 above it). */

@@ -96,13 +96,17 @@ export async function createServer(config: Config, options: ServerOptions = {}):
             'database statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: its request gets 503',
           ),
       }),
-      sqliteBackgroundCheckpoint: {
-        onFailure: (err) =>
-          logger.error(
-            { reason: err instanceof Error ? err.message : String(err) },
-            'SQLite checkpoint thread stopped: commits checkpoint the WAL themselves again',
-          ),
-      },
+      ...(config.sqliteCheckpoint === 'background'
+        ? {
+            sqliteBackgroundCheckpoint: {
+              onFailure: (err: unknown) =>
+                logger.error(
+                  { reason: err instanceof Error ? err.message : String(err) },
+                  'SQLite checkpoint thread stopped: commits checkpoint the WAL themselves again',
+                ),
+            },
+          }
+        : {}),
     }));
   await store.migrate();
 
