@@ -39,7 +39,8 @@ const sim = await startProcess({
 });
 const env: Record<string, string> = {
   ...process.env,
-  DATABASE_URL: `sqlite:${join(dir, 'gw.db')}`,
+  // PROFILE_DATABASE_URL profiles another store (an empty PostgreSQL database, say); default a fresh SQLite file.
+  DATABASE_URL: process.env.PROFILE_DATABASE_URL ?? `sqlite:${join(dir, 'gw.db')}`,
   PORT: '0',
   HOST: '127.0.0.1',
   LOG_LEVEL: 'warn',

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
 import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
+import { placeHoldAtOnce, settleCoveredAtOnce } from './postgres-hot-path.js';
 import {
   type AccountsTable,
   type ApiKeysTable,
@@ -348,6 +349,18 @@ export class KyselyStore implements Store {
       throw new Error('invalid hold amount');
     const hot = this.hot;
     if (hot) return hot.placeHold(input);
+    if (this.dialect === 'postgres') {
+      const placed = await placeHoldAtOnce(this.db, input);
+      if (placed) return { ok: true, balanceNano: placed.balanceNano };
+      // Nothing was written: say why (the figures may have moved since; they only word the refusal).
+      const account = await this.db
+        .selectFrom('accounts')
+        .select(['balance_nano', 'status'])
+        .where('id', '=', input.accountId)
+        .executeTakeFirst();
+      const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
+      return { ok: false, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
+    }
     return this.db.transaction().execute(async (trx) => {
       // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed. It returns the
       // new balance itself, so a busy account's row stays locked for as few round trips as possible.
@@ -391,6 +404,10 @@ export class KyselyStore implements Store {
     if (!Number.isSafeInteger(input.costNano) || input.costNano < 0) throw new Error('invalid cost');
     const hot = this.hot;
     if (hot) return hot.settle(input);
+    if (this.dialect === 'postgres') {
+      const done = await settleCoveredAtOnce(this.db, input, this.now());
+      if (done) return { balanceNano: done.balanceNano, chargedNano: input.costNano, shortfallNano: 0 };
+    }
     return this.db.transaction().execute(async (trx) => {
       const held = (await this.closeHold(trx, input.holdId, input.accountId, 'settled')) ?? 0;
       const balance = await this.lockAccount(trx, input.accountId);

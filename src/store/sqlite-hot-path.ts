@@ -141,6 +141,8 @@ export class SqliteHotPath {
   /** Commits everything queued now (before the connection is closed). */
   drain(): void {
     while (this.queue.length > 0 && !this.db.inTransaction) this.commitGroup();
+    // Only if a Kysely transaction is still open at close: nothing of these ran, so nothing is lost.
+    for (const op of this.queue.splice(0)) op.reject(new Error('the store was closed before this write ran'));
   }
 
   private enqueue<T>(run: () => T): Promise<T> {

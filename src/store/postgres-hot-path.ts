@@ -1,0 +1,84 @@
+import { type Kysely, sql } from 'kysely';
+import { timeOrderedHex } from '../random.js';
+import type { Database } from './schema.js';
+import { toNumber } from './schema.js';
+import type { PlaceHoldInput, SettleInput, UsageRecord } from './types.js';
+
+/**
+ * The per-request writes of the PostgreSQL store as one statement each. As a transaction of separate
+ * statements, a hold keeps its account row locked across BEGIN, the UPDATE, the INSERT and COMMIT — four
+ * round trips — and a settle across six or more; every call of one account queues behind that lock
+ * (411 req/s for one account in docs/performance.md). As one statement of data-modifying CTEs, the row is
+ * locked for one statement, and the call costs one round trip. A single statement is atomic on its own.
+ */
+
+/**
+ * DESIGN.md's atomic hold and the hold row, in one statement. Undefined when the account was not charged
+ * (inactive, missing or short of money): nothing was written, and the caller words the refusal.
+ */
+export async function placeHoldAtOnce(
+  db: Kysely<Database>,
+  input: PlaceHoldInput,
+): Promise<{ balanceNano: number } | undefined> {
+  const { rows } = await sql<{ balance_nano: string | number }>`
+    with charged as (
+      update accounts set balance_nano = balance_nano - ${input.amountNano}::bigint
+       where id = ${input.accountId}::text and status = 'active' and balance_nano >= ${input.amountNano}::bigint
+       returning balance_nano
+    ), hold as (
+      insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
+      select ${input.holdId}::text, ${input.accountId}::text, ${input.requestId}::text, ${input.amountNano}::bigint,
+             ${input.owner}::text, ${input.createdAt}::bigint, ${input.expiresAt}::bigint, null, null
+        from charged
+    )
+    select balance_nano from charged`.execute(db);
+  const row = rows[0];
+  return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
+}
+
+/**
+ * The usual settle — the hold covers the cost, no Idempotency-Key — in one statement: close the hold,
+ * give back what it held beyond the cost, record the charge and the usage row. Undefined when that case
+ * does not apply (the hold is gone or smaller than the cost): then nothing was written and the caller runs
+ * the general settle, which also covers the shortfall rules.
+ */
+export async function settleCoveredAtOnce(
+  db: Kysely<Database>,
+  input: SettleInput,
+  now: number,
+): Promise<{ balanceNano: number } | undefined> {
+  if (input.idempotency) return undefined;
+  const u: UsageRecord = input.usage;
+  const cost = input.costNano;
+  // The account exists whenever its hold does (foreign key), so `settled` has a row exactly when `hold` has.
+  const { rows } = await sql<{ balance_nano: string | number }>`
+    with hold as (
+      update holds set closed_at = ${now}::bigint, close_reason = 'settled'
+       where id = ${input.holdId}::text and account_id = ${input.accountId}::text
+         and closed_at is null and amount_nano >= ${cost}::bigint
+       returning amount_nano
+    ), settled as (
+      update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - ${cost}::bigint
+        from hold
+       where accounts.id = ${input.accountId}::text
+       returning accounts.balance_nano
+    ), charge as (
+      insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+      select ${`led_${timeOrderedHex(6)}`}::text, ${input.accountId}::text, 'charge', ${cost}::bigint,
+             ${u.requestId}::text, null, ${now}::bigint
+        from hold where ${cost}::bigint > 0
+    ), usage_row as (
+      insert into usage (request_id, account_id, key_id, provider, model, prompt_tokens, completion_tokens,
+                         usage_estimated, input_cost_nano, output_cost_nano, shortfall_nano, status,
+                         error_code, http_status, duration_ms, client_gone, created_at)
+      select ${u.requestId}::text, ${u.accountId}::text, ${u.keyId}::text, ${u.provider}::text, ${u.model}::text,
+             ${u.promptTokens}::bigint, ${u.completionTokens}::bigint, ${u.usageEstimated ? 1 : 0}::integer,
+             ${u.inputCostNano}::bigint, ${u.outputCostNano}::bigint, 0, ${u.status}::text,
+             ${u.errorCode}::text, ${u.httpStatus}::integer, ${u.durationMs}::bigint,
+             ${u.clientGone ? 1 : 0}::integer, ${u.createdAt}::bigint
+        from hold
+    )
+    select balance_nano from settled`.execute(db);
+  const row = rows[0];
+  return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
+}
