@@ -5,5 +5,3 @@
 export function redactUrlPassword(url: string): string {
   return url.replace(/(\/\/[^:/@]*:)[^@]*@/, '$1***@');
 }
-
-export { redactUrlPassword as redactDatabaseUrl, redactUrlPassword as redactRedisUrl };

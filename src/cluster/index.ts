@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.js';
-import { redactRedisUrl } from '../redact-url.js';
+import { redactUrlPassword } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
 import type { ClusterEvent } from './change-bus.js';
 import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
@@ -79,7 +79,7 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
     bus.listen(options.onEvent, options.onResync, waitMs),
   ]);
   if (connected && subscribed)
-    logger.info({ redis: redactRedisUrl(config.redisUrl) }, 'sharing state over Redis');
+    logger.info({ redis: redactUrlPassword(config.redisUrl) }, 'sharing state over Redis');
   const rateLimit = new SharedRateLimit(link, `${prefix}rate:`);
   return {
     rotation: new SharedRotationCounter(link, `${prefix}rotation`),

@@ -1,6 +1,6 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
-import { redactRedisUrl } from '../redact-url.js';
+import { redactUrlPassword } from '../redact-url.js';
 
 export interface RedisLinkOptions {
   url: string;
@@ -97,7 +97,10 @@ export class RedisLink {
     if (this.state === 'down' || this.state === 'closed') return;
     this.state = 'down';
     this.options.logger.warn(
-      { redis: redactRedisUrl(this.options.url), reason: err instanceof Error ? err.message : String(err) },
+      {
+        redis: redactUrlPassword(this.options.url),
+        reason: err instanceof Error ? err.message : String(err),
+      },
       'Redis unavailable: each instance uses its own state until it is back (money is unaffected)',
     );
   }

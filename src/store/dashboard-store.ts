@@ -139,6 +139,19 @@ export type SignUpResult =
   | { ok: true; account: Account }
   | { ok: false; reason: 'email_taken' | 'invalid_invite' };
 
+/** Every column of an invite, as `toInvite` reads them. */
+const INVITE_COLUMNS = [
+  'id',
+  'email',
+  'note',
+  'created_by',
+  'created_at',
+  'expires_at',
+  'used_at',
+  'used_by',
+  'revoked_at',
+] as const;
+
 /**
  * The dashboard's repository: sessions, invites, sign-up, account administration and the read models
  * of the usage pages. It shares the Kysely instance (and so the transactions' locking rules) of
@@ -587,17 +600,7 @@ export class DashboardStore {
   async listInvites(limit: number): Promise<InviteRecord[]> {
     const rows = await this.db
       .selectFrom('invites')
-      .select([
-        'id',
-        'email',
-        'note',
-        'created_by',
-        'created_at',
-        'expires_at',
-        'used_at',
-        'used_by',
-        'revoked_at',
-      ])
+      .select(INVITE_COLUMNS)
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(limit)
@@ -608,17 +611,7 @@ export class DashboardStore {
   async getInvite(id: string): Promise<InviteRecord | undefined> {
     const row = await this.db
       .selectFrom('invites')
-      .select([
-        'id',
-        'email',
-        'note',
-        'created_by',
-        'created_at',
-        'expires_at',
-        'used_at',
-        'used_by',
-        'revoked_at',
-      ])
+      .select(INVITE_COLUMNS)
       .where('id', '=', id)
       .executeTakeFirst();
     return row && toInvite(row);

@@ -5,7 +5,6 @@ import { openSqlite } from './open-sqlite.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import type { Store } from './types.js';
 
-export { redactDatabaseUrl } from '../redact-url.js';
 export { DatabaseUnavailableError } from './database-unavailable.js';
 export type { Store } from './types.js';
 

@@ -1,21 +1,11 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { hashPassword } from '../../src/auth/passwords.js';
 import { type Config, loadConfig } from '../../src/config/index.js';
 import { createServer, type Server } from '../../src/http/server.js';
-import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
-import { type Simulator, startSimulator } from '../../src/simulator/index.js';
+import type { Simulator } from '../../src/simulator/index.js';
 import type { AccountRole } from '../../src/store/types.js';
-import { slugOf } from '../helpers/harness.js';
-import {
-  createTestDatabase,
-  TEST_REDIS_URL,
-  TEST_USES_REDIS,
-  type TestDatabase,
-  testRedisPrefix,
-} from '../helpers/test-database.js';
+import { startTestBackends } from '../helpers/harness.js';
+import type { TestDatabase } from '../helpers/test-database.js';
 
 export interface Harness {
   server: Server;
@@ -133,23 +123,9 @@ export interface DashboardHarnessOptions {
  * logger and web root, open sign-up by default.
  */
 export async function startDashboardHarness(options: DashboardHarnessOptions = {}): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-dash-'));
-  const db = await createTestDatabase(dir);
-  const redis = TEST_USES_REDIS ? testRedisPrefix() : undefined;
-  const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: options.simLatencyMs ?? 0 });
-  const env: Record<string, string> = {
-    DATABASE_URL: db.url,
-    PORT: '0',
-    HOST: '127.0.0.1',
-    LOG_LEVEL: 'silent',
-    SIGNUP: 'open',
-    ...(redis ? { REDIS_URL: TEST_REDIS_URL, REDIS_KEY_PREFIX: redis.prefix } : {}),
-  };
-  for (const entry of CATALOG) {
-    const n = envNameOf(entry.name);
-    env[`PROV_${n}_BASE_URL`] = sim.baseUrl(entry.wireFormat, slugOf(entry.name));
-    env[`PROV_${n}_API_KEY`] = `upstream-secret-${n.toLowerCase()}`;
-  }
+  const backends = await startTestBackends('tollgate-dash-', options);
+  const { dir, db, sim } = backends;
+  const env = { ...backends.env, SIGNUP: 'open' };
   const config = loadConfig({ ...env, ...options.env });
   const server = await createServer(config, {
     logger: options.logger ?? pino({ level: 'silent' }),
@@ -172,10 +148,7 @@ export async function startDashboardHarness(options: DashboardHarnessOptions = {
     },
     async close() {
       await server.close();
-      await sim.close();
-      await db.drop();
-      await redis?.cleanup();
-      rmSync(dir, { recursive: true, force: true });
+      await backends.close();
     },
   };
 }

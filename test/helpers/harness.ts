@@ -57,12 +57,26 @@ export function slugOf(provider: ProviderName): string {
   return provider.replace(/^prov-/, '');
 }
 
+export interface TestBackends {
+  dir: string;
+  db: TestDatabase;
+  sim: Simulator;
+  /** The gateway environment: the fresh database, Redis when the suite uses it, every provider at `sim`. */
+  env: Record<string, string>;
+  /** Stops the simulator, drops the database and the Redis keys, removes the temp directory. */
+  close(): Promise<void>;
+}
+
 /**
- * A gateway on a fresh database (a temp SQLite file, or a PostgreSQL schema with TEST_DATABASE=postgres,
- * plus Redis with TEST_REDIS=1) with every provider pointed at a fresh simulator.
+ * What a test gateway runs against: a fresh database (a temp SQLite file, or a PostgreSQL schema with
+ * TEST_DATABASE=postgres, plus a Redis key prefix with TEST_REDIS=1) and a fresh simulator that every
+ * provider points at (with an upstream key, except for the `unconfigured` ones).
  */
-export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
-  const dir = mkdtempSync(join(tmpdir(), 'tollgate-test-'));
+export async function startTestBackends(
+  tempPrefix: string,
+  options: { simLatencyMs?: number; unconfigured?: readonly ProviderName[] } = {},
+): Promise<TestBackends> {
+  const dir = mkdtempSync(join(tmpdir(), tempPrefix));
   const db = await createTestDatabase(dir);
   const redis = TEST_USES_REDIS ? testRedisPrefix() : undefined;
   const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: options.simLatencyMs ?? 0 });
@@ -79,6 +93,24 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     if (!options.unconfigured?.includes(entry.name))
       env[`PROV_${n}_API_KEY`] = `upstream-secret-${n.toLowerCase()}`;
   }
+  return {
+    dir,
+    db,
+    sim,
+    env,
+    async close() {
+      await sim.close();
+      await db.drop();
+      await redis?.cleanup();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A gateway on fresh test back-ends (`startTestBackends`). */
+export async function startHarness(options: HarnessOptions = {}): Promise<Harness> {
+  const backends = await startTestBackends('tollgate-test-', options);
+  const { dir, db, sim, env } = backends;
   const config = loadConfig({ ...env, ...options.env });
   const server = await createServer(config, { logger: pino({ level: 'silent' }) });
   const conformance = watchConformance(
@@ -139,10 +171,7 @@ export async function startHarness(options: HarnessOptions = {}): Promise<Harnes
     },
     async close() {
       await server.close();
-      await sim.close();
-      await db.drop();
-      await redis?.cleanup();
-      rmSync(dir, { recursive: true, force: true });
+      await backends.close();
       if (conformance.violations.length > 0) {
         throw new Error(
           `${conformance.violations.length} of ${conformance.checked} responses do not match /api/v1/openapi.json:\n` +

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { redactDatabaseUrl } from '../../src/redact-url.js';
+import { redactUrlPassword } from '../../src/redact-url.js';
 import { postgresTypes } from '../../src/store/open-postgres.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
@@ -37,7 +37,7 @@ export interface TestDatabase {
 /** A clear failure when the PostgreSQL the tests need is not there. */
 export function postgresMissing(url: string, err: unknown): Error {
   return new Error(
-    `PostgreSQL is not reachable at ${redactDatabaseUrl(url)} (${err instanceof Error ? err.message : String(err)}). ` +
+    `PostgreSQL is not reachable at ${redactUrlPassword(url)} (${err instanceof Error ? err.message : String(err)}). ` +
       'The postgres half of the test suite and test/scale need PostgreSQL 15 and Redis 7: start them ' +
       '(see docs/deployment.md, "Running the tests"), or set TEST_POSTGRES_URL / TEST_REDIS_URL.',
   );

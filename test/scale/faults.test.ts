@@ -15,8 +15,10 @@ import {
   logLines,
   type PrivateServer,
   percentile,
+  pollUntilRefused,
   providerEnv,
   type RunningCluster,
+  revocationTimes,
   sleep,
   startCluster,
   startPrivatePostgres,
@@ -180,22 +182,13 @@ describe('faults under load (private PostgreSQL and Redis)', () => {
     for (const i of cluster.instances) {
       expect((await call(`${i.url}/api/v1/key`, { key: revoked.key })).status).toBe(200);
     }
-    const polls: Answer[][] = cluster.instances.map(() => []);
-    const pollers = cluster.instances.map(async (instance, n) => {
-      const end = Date.now() + 10_000;
-      while (Date.now() < end) {
-        const answer = await call(`${instance.url}/api/v1/key`, { key: revoked.key });
-        polls[n]?.push(answer);
-        if (answer.status === 401) return;
-        await sleep(10);
-      }
-    });
+    const { polls, done: polled } = pollUntilRefused(cluster.instances, revoked.key, 10_000);
     const revoke = await runCli(
       ['keys', 'revoke', '--email', revoked.email, '--id', revoked.keyId, '--json'],
       env,
     );
     expect(revoke.code).toBe(0);
-    await Promise.all(pollers);
+    await polled;
     const revokedAt = (await store.getApiKey(revoked.accountId, revoked.keyId))?.revokedAt ?? 0;
 
     const ready = await readiness(cluster.instances[0]?.url as string);
@@ -207,13 +200,7 @@ describe('faults under load (private PostgreSQL and Redis)', () => {
     const bigAnswers = traffic.answers.filter((a) => a.who === 'big');
     const smallAnswers = traffic.answers.filter((a) => a.who === 'small');
     const smallServed = smallAnswers.filter((a) => a.status === 200).length;
-    const revocation = polls.map((answers) => ({
-      lastAcceptedMs: Math.max(...answers.filter((a) => a.status === 200).map((a) => a.at)) - revokedAt,
-      refusedWithinMs: (() => {
-        const refused = answers.find((a) => a.status === 401);
-        return refused ? refused.at + refused.ms - revokedAt : Number.POSITIVE_INFINITY;
-      })(),
-    }));
+    const revocation = revocationTimes(polls, revokedAt);
     console.log(
       `[faults] Redis killed mid-load: ${traffic.answers.length} requests (${before.length} before, ${during.length} after); ` +
         `p50/p99 before ${percentile(

@@ -14,8 +14,10 @@ import {
   ledgerCheck,
   logLines,
   percentile,
+  pollUntilRefused,
   providerEnv,
   type RunningCluster,
+  revocationTimes,
   sleep,
   startCluster,
 } from './scale-helpers.js';
@@ -168,16 +170,7 @@ describe('three instances behind nginx sharing PostgreSQL and Redis', () => {
     for (const i of cluster.instances) {
       expect((await call(`${i.url}/api/v1/key`, { key: holder.key })).status).toBe(200);
     }
-    const polls: Answer[][] = cluster.instances.map(() => []);
-    const pollers = cluster.instances.map(async (instance, n) => {
-      const end = Date.now() + 8_000;
-      while (Date.now() < end) {
-        const answer = await call(`${instance.url}/api/v1/key`, { key: holder.key });
-        polls[n]?.push(answer);
-        if (answer.status === 401) return;
-        await sleep(10);
-      }
-    });
+    const { polls, done: polled } = pollUntilRefused(cluster.instances, holder.key, 8_000);
     await sleep(200);
     // The user revokes the key in the dashboard, served by the first instance.
     const first = cluster.instances[0]?.url as string;
@@ -196,20 +189,14 @@ describe('three instances behind nginx sharing PostgreSQL and Redis', () => {
     });
     await revoke.body.dump();
     expect(revoke.statusCode).toBe(200);
-    await Promise.all(pollers);
+    await polled;
     const revokedAt = (await store.getApiKey(holder.accountId, holder.keyId))?.revokedAt;
     if (revokedAt === null || revokedAt === undefined) throw new Error('not revoked');
 
-    const figures = polls.map((answers, n) => {
-      const refused = answers.find((a) => a.status === 401);
-      const accepted = answers.filter((a) => a.status === 200).map((a) => a.at);
-      expect(refused, `instance ${n + 1} never refused the revoked key`).toBeDefined();
-      expect(errorCode(refused as Answer)).toBe('invalid_api_key');
-      return {
-        // Latest request that was still accepted, counted from the revocation (negative: sent before it).
-        lastAcceptedMs: Math.max(...accepted) - revokedAt,
-        refusedWithinMs: (refused as Answer).at + (refused as Answer).ms - revokedAt,
-      };
+    const figures = revocationTimes(polls, revokedAt);
+    figures.forEach((f, n) => {
+      expect(f.refused, `instance ${n + 1} never refused the revoked key`).toBeDefined();
+      expect(errorCode(f.refused as Answer)).toBe('invalid_api_key');
     });
     console.log(
       `[scale] revocation through instance 1: ${figures.map((f, n) => `instance ${n + 1} refused within ${f.refusedWithinMs} ms (last accepted request sent ${f.lastAcceptedMs} ms after)`).join('; ')}`,

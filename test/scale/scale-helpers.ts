@@ -169,6 +169,46 @@ export async function call(
   return { status: res.statusCode, body, ms: Date.now() - at, at };
 }
 
+/**
+ * Calls `GET /api/v1/key` with `key` on every instance every 10 ms until that instance refuses it (401)
+ * or `forMs` passes; `polls[n]` collects instance n's answers, `done` settles when every poller stopped.
+ */
+export function pollUntilRefused(
+  instances: readonly { url: string }[],
+  key: string,
+  forMs: number,
+): { polls: Answer[][]; done: Promise<void> } {
+  const polls: Answer[][] = instances.map(() => []);
+  const pollers = instances.map(async (instance, n) => {
+    const end = Date.now() + forMs;
+    while (Date.now() < end) {
+      const answer = await call(`${instance.url}/api/v1/key`, { key });
+      polls[n]?.push(answer);
+      if (answer.status === 401) return;
+      await sleep(10);
+    }
+  });
+  return { polls, done: Promise.all(pollers).then(() => {}) };
+}
+
+/**
+ * Per instance, counted from `revokedAt`: when its first refusal answered (infinite if none did), and when
+ * the latest still-accepted request was sent (negative: before the revocation).
+ */
+export function revocationTimes(
+  polls: readonly Answer[][],
+  revokedAt: number,
+): { refused: Answer | undefined; refusedWithinMs: number; lastAcceptedMs: number }[] {
+  return polls.map((answers) => {
+    const refused = answers.find((a) => a.status === 401);
+    return {
+      refused,
+      refusedWithinMs: refused ? refused.at + refused.ms - revokedAt : Number.POSITIVE_INFINITY,
+      lastAcceptedMs: Math.max(...answers.filter((a) => a.status === 200).map((a) => a.at)) - revokedAt,
+    };
+  });
+}
+
 export function errorCode(answer: Answer): string | undefined {
   return (answer.body.error as { code?: string } | undefined)?.code;
 }

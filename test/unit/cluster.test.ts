@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parseEnvelope } from '../../src/cluster/change-bus.js';
 import { connectCluster } from '../../src/cluster/index.js';
 import { RedisLink } from '../../src/cluster/redis-link.js';
-import { redactRedisUrl } from '../../src/redact-url.js';
+import { redactUrlPassword } from '../../src/redact-url.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -49,9 +49,9 @@ describe('announcements between instances', () => {
   });
 
   it('Redis URLs are logged without their password', () => {
-    expect(redactRedisUrl('redis://:hunter2@cache:6379/0')).toBe('redis://:***@cache:6379/0');
-    expect(redactRedisUrl('rediss://app:hunter2@cache')).toBe('rediss://app:***@cache');
-    expect(redactRedisUrl('redis://cache:6379')).toBe('redis://cache:6379');
+    expect(redactUrlPassword('redis://:hunter2@cache:6379/0')).toBe('redis://:***@cache:6379/0');
+    expect(redactUrlPassword('rediss://app:hunter2@cache')).toBe('rediss://app:***@cache');
+    expect(redactUrlPassword('redis://cache:6379')).toBe('redis://cache:6379');
   });
 });
 
