@@ -134,6 +134,8 @@ export interface SpawnOptions {
   fixedUrl?: string;
   probe?: () => Promise<boolean>;
   timeoutMs?: number;
+  /** A command the server runs under (e.g. valgrind and its options), before the pinning. */
+  wrap?: readonly string[];
 }
 
 function exited(child: ChildProcess): boolean {
@@ -156,7 +158,11 @@ export async function startProcess(options: SpawnOptions): Promise<RunningProces
   mkdirSync(options.dir, { recursive: true });
   const logFile = join(options.dir, `${options.name}-${process.hrtime.bigint()}.log`);
   const fd = openSync(logFile, 'w');
-  const [command, args] = pinned(options.cpu, options.command, options.args);
+  const [command, args] = pinned(
+    options.cpu,
+    options.wrap?.[0] ?? options.command,
+    options.wrap ? [...options.wrap.slice(1), options.command, ...options.args] : options.args,
+  );
   const child = spawn(command, args, { env: options.env, stdio: ['ignore', fd, fd], cwd: ROOT });
   closeSync(fd);
   const pid = child.pid;

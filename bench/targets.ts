@@ -110,6 +110,8 @@ export interface TargetContext {
   messages?: readonly ChatMessage[];
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
+  /** Run the measured process (bare proxy or Tollgate) under this command, e.g. valgrind; slower start. */
+  wrap?: readonly string[];
 }
 
 // ── simulator ────────────────────────────────────────────────────────────────
@@ -189,6 +191,11 @@ async function withUpstream(
   }
 }
 
+/** The wrapper of the measured process, with the longer start-up it needs. */
+function wrapOf(ctx: TargetContext): { wrap?: readonly string[]; timeoutMs?: number } {
+  return ctx.wrap ? { wrap: ctx.wrap, timeoutMs: 300_000 } : {};
+}
+
 // ── targets ──────────────────────────────────────────────────────────────────
 
 async function startSimTarget(ctx: TargetContext): Promise<RunningTarget> {
@@ -224,6 +231,7 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
       env: baseEnv(),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
+      ...wrapOf(ctx),
     });
     const upstream = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
     const request = { ...upstream, url: upstream.url.replace(sim.url, proxy.url) };
@@ -290,6 +298,7 @@ export async function startTollgate(ctx: TargetContext, options: TollgateOptions
       }),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
+      ...wrapOf(ctx),
     });
     const request: RequestSpec = {
       url: `${gateway.url}/api/v1/chat/completions`,

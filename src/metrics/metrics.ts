@@ -2,16 +2,18 @@
  * Prometheus metrics of one server (`GET /metrics`), on a registry of its own — never prom-client's
  * global default registry, so several servers in one process (the tests) neither share nor clash.
  *
- * The request path only bumps counters and histograms, through children cached per label set. What can
+ * The request path only bumps counters and histograms (light-metrics.ts: plain numbers, read by the
+ * registry at scrape time), through children cached per label set. What can
  * be read at scrape time instead (holds open, requests in flight, circuit states, active providers) is
  * read then, by `collect` callbacks.
  *
  * @see https://prometheus.io/docs/instrumenting/exposition_formats/
  * @see https://github.com/siimon/prom-client
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { GatewayObserver, UpstreamOutcome } from '../gateway/gateway.js';
 import type { CircuitState } from '../routing/health.js';
+import { type CounterChild, type HistogramChild, LightCounter, LightHistogram } from './light-metrics.js';
 
 /** Seconds, from 5 ms (a refused request) to 120 s (the default request deadline). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120];
@@ -79,51 +81,51 @@ export class Metrics implements GatewayObserver {
   /** This scrape's hold figures, shared by the two hold gauges. */
   private holds: Promise<OpenHolds> | undefined;
 
-  private readonly requests: Children<{ inc(): void }>;
-  private readonly requestDuration: Children<{ observe(value: number): void }>;
-  private readonly upstreamDuration: Children<{ observe(value: number): void }>;
-  private readonly tokens: Children<{ inc(value: number): void }>;
-  private readonly transitions: Children<{ inc(): void }>;
+  private readonly requests: Children<CounterChild>;
+  private readonly requestDuration: Children<HistogramChild>;
+  private readonly upstreamDuration: Children<HistogramChild>;
+  private readonly tokens: Children<CounterChild>;
+  private readonly transitions: Children<CounterChild>;
   private readonly costs = new Map<string, ExactUsd>();
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
 
-    const requests = new Counter({
-      name: 'tollgate_requests_total',
-      help: 'Chat-completion requests answered, by provider ("none" when no provider was chosen), HTTP status, and code ("ok" or the error code).',
-      labelNames: ['provider', 'status', 'code'],
-      registers,
-    });
-    this.requests = new Children((provider, status, code) => requests.labels({ provider, status, code }));
-
-    const requestDuration = new Histogram({
-      name: 'tollgate_request_duration_seconds',
-      help: 'Time from receiving a chat-completion request to answering it, by provider.',
-      labelNames: ['provider'],
-      buckets: DURATION_BUCKETS,
-      registers,
-    });
-    this.requestDuration = new Children((provider) => requestDuration.labels({ provider }));
-
-    const upstreamDuration = new Histogram({
-      name: 'tollgate_upstream_duration_seconds',
-      help: 'Duration of each upstream call (every failover attempt on its own), by provider and outcome ("ok" or the failure kind).',
-      labelNames: ['provider', 'outcome'],
-      buckets: DURATION_BUCKETS,
-      registers,
-    });
-    this.upstreamDuration = new Children((provider, outcome) =>
-      upstreamDuration.labels({ provider, outcome }),
+    // The metrics a request touches are light ones (light-metrics.ts); prom-client's own are kept for
+    // what is read at scrape time.
+    const requests = new LightCounter(
+      'tollgate_requests_total',
+      'Chat-completion requests answered, by provider ("none" when no provider was chosen), HTTP status, and code ("ok" or the error code).',
+      ['provider', 'status', 'code'],
+      this.registry,
     );
+    this.requests = new Children((provider, status, code) => requests.labels(provider, status, code));
 
-    const tokens = new Counter({
-      name: 'tollgate_tokens_total',
-      help: 'Tokens billed, by provider and kind (prompt or completion).',
-      labelNames: ['provider', 'kind'],
-      registers,
-    });
-    this.tokens = new Children((provider, kind) => tokens.labels({ provider, kind }));
+    const requestDuration = new LightHistogram(
+      'tollgate_request_duration_seconds',
+      'Time from receiving a chat-completion request to answering it, by provider.',
+      ['provider'],
+      DURATION_BUCKETS,
+      this.registry,
+    );
+    this.requestDuration = new Children((provider) => requestDuration.labels(provider));
+
+    const upstreamDuration = new LightHistogram(
+      'tollgate_upstream_duration_seconds',
+      'Duration of each upstream call (every failover attempt on its own), by provider and outcome ("ok" or the failure kind).',
+      ['provider', 'outcome'],
+      DURATION_BUCKETS,
+      this.registry,
+    );
+    this.upstreamDuration = new Children((provider, outcome) => upstreamDuration.labels(provider, outcome));
+
+    const tokens = new LightCounter(
+      'tollgate_tokens_total',
+      'Tokens billed, by provider and kind (prompt or completion).',
+      ['provider', 'kind'],
+      this.registry,
+    );
+    this.tokens = new Children((provider, kind) => tokens.labels(provider, kind));
 
     const costs = this.costs;
     new Counter({
@@ -184,13 +186,13 @@ export class Metrics implements GatewayObserver {
       },
     });
 
-    const transitions = new Counter({
-      name: 'tollgate_circuit_transitions_total',
-      help: 'Circuit breaker transitions, by provider and the state entered (open, half_open, closed).',
-      labelNames: ['provider', 'to'],
-      registers,
-    });
-    this.transitions = new Children((provider, to) => transitions.labels({ provider, to }));
+    const transitions = new LightCounter(
+      'tollgate_circuit_transitions_total',
+      'Circuit breaker transitions, by provider and the state entered (open, half_open, closed).',
+      ['provider', 'to'],
+      this.registry,
+    );
+    this.transitions = new Children((provider, to) => transitions.labels(provider, to));
   }
 
   get contentType(): string {

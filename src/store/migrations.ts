@@ -151,6 +151,27 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('usage_created').on('usage').column('created_at').execute();
     },
   },
+  '0004_open_hold_indexes': {
+    // Only open holds are ever looked up by expiry or by account (release, sums, the ledger check), so
+    // both indexes keep open holds only: closing a hold removes its two entries instead of moving them,
+    // and the indexes stay as small as the calls in flight however many holds have ever been closed.
+    async up(db: Kysely<unknown>) {
+      await db.schema.dropIndex('holds_open').execute();
+      await db.schema.dropIndex('holds_account').execute();
+      await db.schema
+        .createIndex('holds_open_expiry')
+        .on('holds')
+        .column('expires_at')
+        .where(sql.ref('closed_at'), 'is', null)
+        .execute();
+      await db.schema
+        .createIndex('holds_open_account')
+        .on('holds')
+        .column('account_id')
+        .where(sql.ref('closed_at'), 'is', null)
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

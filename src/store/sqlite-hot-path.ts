@@ -197,9 +197,9 @@ export class SqliteHotPath {
   private placeInTx(input: PlaceHoldInput): PlaceHoldResult {
     // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
     const updated = this.stmt.takeHold.get(input.amountNano, input.accountId, input.amountNano) as
-      | Row
+      | number
       | undefined;
-    if (!updated) {
+    if (updated === undefined) {
       const account = this.stmt.accountState.get(input.accountId) as Row | undefined;
       const balanceNano = account ? toNumber(account.balance_nano as number) : 0;
       const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
@@ -214,29 +214,44 @@ export class SqliteHotPath {
       input.createdAt,
       input.expiresAt,
     );
-    return { ok: true, balanceNano: toNumber(updated.balance_nano as number) };
+    return { ok: true, balanceNano: toNumber(updated) };
   }
 
   /** Closes an open hold, returning its amount; 0 when it was already closed (never returned twice). */
   private closeHold(holdId: string, accountId: string, reason: string): number {
-    const row = this.stmt.closeHold.get(this.now(), reason, holdId, accountId) as Row | undefined;
-    return row ? toNumber(row.amount_nano as number) : 0;
+    const amount = this.stmt.closeHold.get(this.now(), reason, holdId, accountId) as number | undefined;
+    return amount === undefined ? 0 : toNumber(amount);
   }
 
   private balanceOf(accountId: string): number {
-    const row = this.stmt.balance.get(accountId) as Row | undefined;
-    if (!row) throw new Error(`no account ${accountId}`);
-    return toNumber(row.balance_nano as number);
+    const balance = this.stmt.balance.get(accountId) as number | undefined;
+    if (balance === undefined) throw new Error(`no account ${accountId}`);
+    return toNumber(balance);
+  }
+
+  /** Adds `amountNano` (≥ 0) to a balance; returns the new balance. */
+  private addToBalance(accountId: string, amountNano: number): number {
+    const balance = this.stmt.addBalance.get(amountNano, accountId) as number | undefined;
+    if (balance === undefined) throw new Error(`no account ${accountId}`);
+    return toNumber(balance);
   }
 
   private settleInTx(input: SettleInput): SettleResult {
     const held = this.closeHold(input.holdId, input.accountId, 'settled');
     // Charge from the hold first, then from the balance as far as it goes; never below zero.
-    const available = this.balanceOf(input.accountId) + held;
-    const chargedNano = Math.min(input.costNano, available);
+    let chargedNano: number;
+    let next: number;
+    if (input.costNano <= held) {
+      // The usual case: the hold covers the cost; one statement returns the rest of it.
+      chargedNano = input.costNano;
+      next = this.addToBalance(input.accountId, held - input.costNano);
+    } else {
+      const available = this.balanceOf(input.accountId) + held;
+      chargedNano = Math.min(input.costNano, available);
+      next = available - chargedNano;
+      this.stmt.setBalance.run(next, input.accountId);
+    }
     const shortfallNano = input.costNano - chargedNano;
-    const next = available - chargedNano;
-    this.stmt.setBalance.run(next, input.accountId);
     if (chargedNano > 0) {
       this.stmt.insertCharge.run(
         `led_${timeOrderedHex(6)}`,
@@ -261,13 +276,13 @@ export class SqliteHotPath {
 
   private releaseInTx(input: ReleaseInput): { balanceNano: number } {
     const held = this.closeHold(input.holdId, input.accountId, 'released');
-    const next = this.balanceOf(input.accountId) + held;
-    if (held > 0) this.stmt.setBalance.run(next, input.accountId);
+    const next = held > 0 ? this.addToBalance(input.accountId, held) : this.balanceOf(input.accountId);
     if (input.usage) this.stmt.insertUsage.run(...usageParams(input.usage, 0));
     return { balanceNano: next };
   }
 }
 
+/** Single-column statements are plucked: the value itself, not a row object built per call. */
 function prepareAll(db: SQLite.Database) {
   return {
     findKey: db.prepare(
@@ -276,23 +291,30 @@ function prepareAll(db: SQLite.Database) {
          from api_keys k join accounts a on a.id = k.account_id
         where k.key_hash = ?`,
     ),
-    takeHold: db.prepare(
-      `update accounts set balance_nano = balance_nano - ?
+    takeHold: db
+      .prepare(
+        `update accounts set balance_nano = balance_nano - ?
         where id = ? and status = 'active' and balance_nano >= ?
         returning balance_nano`,
-    ),
+      )
+      .pluck(),
     accountState: db.prepare('select balance_nano, status from accounts where id = ?'),
     insertHold: db.prepare(
       `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
        values (?, ?, ?, ?, ?, ?, ?, null, null)`,
     ),
-    closeHold: db.prepare(
-      `update holds set closed_at = ?, close_reason = ?
+    closeHold: db
+      .prepare(
+        `update holds set closed_at = ?, close_reason = ?
         where id = ? and account_id = ? and closed_at is null
         returning amount_nano`,
-    ),
-    balance: db.prepare('select balance_nano from accounts where id = ?'),
+      )
+      .pluck(),
+    balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
     setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
+    addBalance: db
+      .prepare('update accounts set balance_nano = balance_nano + ? where id = ? returning balance_nano')
+      .pluck(),
     insertCharge: db.prepare(
       `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
        values (?, ?, 'charge', ?, ?, null, ?)`,

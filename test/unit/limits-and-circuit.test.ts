@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { InFlight } from '../../src/api/in-flight.js';
 import { KeyLimiter } from '../../src/api/key-limits.js';
 import { GatewayError } from '../../src/errors.js';
-import { ProviderHealthTracker } from '../../src/routing/health.js';
+import { OutcomeWindow, ProviderHealthTracker } from '../../src/routing/health.js';
 
 function retryAfterOf(fn: () => unknown): number | undefined {
   try {
@@ -118,5 +118,38 @@ describe('ProviderHealthTracker', () => {
     expect(h.circuit('prov-llama')).toBe('half_open');
     h.recordFailure('prov-llama', { retryAfterMs: 3_600_000 });
     expect(h.retryAfterMs('prov-llama')).toBe(300_000);
+  });
+});
+
+describe('OutcomeWindow', () => {
+  it('keeps the same outcomes and failure count as a plain list, over random pushes and expiries', () => {
+    const capacity = 7;
+    const ring = new OutcomeWindow(capacity);
+    let model: { at: number; ok: boolean }[] = [];
+    let seed = 42;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    let now = 0;
+    for (let step = 0; step < 5_000; step++) {
+      const r = random();
+      now += Math.floor(random() * 3);
+      if (r < 0.7) {
+        const ok = random() < 0.6;
+        ring.push(now, ok);
+        model.push({ at: now, ok });
+        if (model.length > capacity) model = model.slice(model.length - capacity);
+      } else if (r < 0.97) {
+        const oldest = now - Math.floor(random() * 10);
+        ring.dropBefore(oldest);
+        model = model.filter((o) => o.at >= oldest);
+      } else {
+        ring.clear();
+        model = [];
+      }
+      expect(ring.length).toBe(model.length);
+      expect(ring.failures).toBe(model.filter((o) => !o.ok).length);
+    }
   });
 });

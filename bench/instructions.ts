@@ -1,0 +1,194 @@
+/**
+ * `npm run bench:instructions` — CPU instructions per request, counted instead of timed.
+ *
+ * On a shared virtual machine the timed benchmark moves ±20% from run to run (and more when a neighbour is
+ * busy), which hides any change smaller than that. Instructions do not: each measured process (the bare
+ * proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a warm-up
+ * counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count is read.
+ * Instructions executed in user space by the main thread per request (V8's compiler threads left out);
+ * repeated runs agree within a few per cent, far closer than timed runs here. Kernel work (socket and file system calls) is not counted: the timed
+ * benchmark remains the authority, this one says which way a change moves the process's own code.
+ * Writes `bench/results/instructions-<ISO time>.json`.
+ */
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Pool } from 'undici';
+import type { RequestSpec } from './loadgen.js';
+import { readFlags } from './options.js';
+import { cleanupAll, compileChildScripts, detectPinning } from './processes.js';
+import { fmt, machineInfo, table, writeResults } from './report.js';
+import { startTarget, TARGET_LABELS, type TargetName, tempDir } from './targets.js';
+
+const flags = readFlags('npm run bench:instructions --', {
+  only: { type: 'string', help: 'comma-separated targets: bare, sqlite (default both)' },
+  requests: { type: 'string', help: 'requests counted per target (default 3000)' },
+  warmup: { type: 'string', help: 'requests before counting starts (default 6000)' },
+  connections: { type: 'string', help: 'concurrent requests (default 50)' },
+  keep: { type: 'string', help: 'copy the callgrind dumps to this directory (for callgrind_annotate)' },
+  env: {
+    type: 'string',
+    help: "Tollgate's extra environment, e.g. METRICS_ENABLED=false,SQLITE_SYNCHRONOUS=FULL",
+  },
+});
+
+const targets = (flags.list('only') ?? ['bare', 'sqlite']) as TargetName[];
+for (const name of targets) {
+  if (name !== 'bare' && name !== 'sqlite') {
+    process.stderr.write(`--only: ${name} is not one of bare, sqlite\n`);
+    process.exit(2);
+  }
+}
+const requests = Math.max(100, flags.number('requests', 3000));
+// Fewer warm-up requests leave V8 still optimising (on its compiler threads, which valgrind counts too)
+// while counting: 2,000 gave ~25% more instructions per request than 6,000, and a noisier A/B.
+const warmup = flags.number('warmup', 6000);
+const keep = flags.string('keep');
+const connections = Math.max(1, flags.number('connections', 50));
+const tollgateEnv: Record<string, string> = {};
+for (const pair of flags.list('env') ?? []) {
+  const eq = pair.indexOf('=');
+  if (eq <= 0) {
+    process.stderr.write(`--env: ${pair} is not NAME=value\n`);
+    process.exit(2);
+  }
+  tollgateEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
+}
+
+try {
+  execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
+} catch {
+  process.stderr.write('bench:instructions needs valgrind (apt-get install -y valgrind)\n');
+  process.exit(2);
+}
+
+/** Sends `count` requests, `connections` at a time; throws unless every one is answered 200. */
+async function send(spec: RequestSpec, count: number): Promise<void> {
+  const url = new URL(spec.url);
+  const pool = new Pool(url.origin, { connections, headersTimeout: 600_000, bodyTimeout: 600_000 });
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      const headers = { ...spec.headers };
+      const auths = spec.authorizations;
+      if (auths && auths.length > 0) headers.authorization = auths[i % auths.length] as string;
+      const res = await pool.request({ path: url.pathname, method: 'POST', headers, body: spec.body });
+      const text = await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`answered ${res.statusCode}: ${text.slice(0, 200)}`);
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: connections }, worker));
+  } finally {
+    await pool.close();
+  }
+}
+
+/**
+ * valgrind names its control pipes after the process's HOST variable, and Tollgate is started with
+ * HOST=127.0.0.1 (its listen address): callgrind_control finds them only with the same HOST.
+ */
+function callgrindControl(name: TargetName, args: string[]): void {
+  const env = { ...process.env };
+  if (name === 'bare') delete env.HOST;
+  else env.HOST = '127.0.0.1';
+  execFileSync('callgrind_control', args, { stdio: 'ignore', env });
+}
+
+/** callgrind_control returns once the command is sent; the process acts on it at its next poll. */
+async function waitFor<T>(what: string, read: () => T | undefined, timeoutMs = 120_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const value = read();
+    if (value !== undefined) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** The `summary:` (or `totals:`) line of the newest dump of process `pid`, once it is written. */
+function dumpedInstructions(dir: string, name: string, pid: number): number | undefined {
+  // Dumps requested with callgrind_control are `<out-file>.<n>-<thread>`; thread 01 is the main thread
+  // (the event loop). V8's compiler threads are left out: they still optimise long after a warm-up that is
+  // slow under valgrind, and by how much varies from run to run.
+  const prefix = `cg.${name}.${pid}.`;
+  const dumps = readdirSync(dir)
+    .filter((f) => f.startsWith(prefix) && f.endsWith('-01'))
+    .sort(
+      (a, b) => Number.parseInt(a.slice(prefix.length), 10) - Number.parseInt(b.slice(prefix.length), 10),
+    );
+  const last = dumps.at(-1);
+  if (!last) return undefined;
+  const match = readFileSync(join(dir, last), 'utf8').match(/^(?:summary|totals):\s*(\d+)/m);
+  return match?.[1] ? Number(match[1]) : undefined;
+}
+
+const startedAt = new Date();
+const temp = tempDir('tollgate-instructions-');
+compileChildScripts();
+const rows: { target: TargetName; instructionsPerRequest: number }[] = [];
+try {
+  for (const name of targets) {
+    process.stderr.write(`${TARGET_LABELS[name]}: starting under callgrind (slow)…\n`);
+    const target = await startTarget(name, {
+      pinning: detectPinning(true),
+      dir: temp.dir,
+      pgAdminUrl: '',
+      tollgateEnv,
+      wrap: [
+        'valgrind',
+        '--tool=callgrind',
+        '--instr-atstart=no',
+        '--separate-threads=yes',
+        '--dump-instr=no',
+        '--dump-line=no',
+        `--callgrind-out-file=${join(temp.dir, `cg.${name}.%p`)}`,
+      ],
+    });
+    try {
+      process.stderr.write(`${TARGET_LABELS[name]}: ${warmup} warm-up requests…\n`);
+      await send(target.request, warmup);
+      callgrindControl(name, ['--instr=on', String(target.pid)]);
+      process.stderr.write(`${TARGET_LABELS[name]}: ${requests} counted requests at c${connections}…\n`);
+      await send(target.request, requests);
+      callgrindControl(name, ['--dump', String(target.pid)]);
+      callgrindControl(name, ['--instr=off', String(target.pid)]);
+      const counted = await waitFor(`the callgrind dump of ${name}`, () =>
+        dumpedInstructions(temp.dir, name, target.pid),
+      );
+      const perRequest = counted / requests;
+      rows.push({ target: name, instructionsPerRequest: perRequest });
+      process.stderr.write(`${TARGET_LABELS[name]}: ${fmt(perRequest)} instructions per request\n`);
+    } finally {
+      await target.stop();
+      if (keep) {
+        mkdirSync(keep, { recursive: true });
+        for (const f of readdirSync(temp.dir)) {
+          if (f.startsWith(`cg.${name}.`)) copyFileSync(join(temp.dir, f), join(keep, f));
+        }
+      }
+    }
+  }
+} finally {
+  await cleanupAll();
+  temp.remove();
+}
+
+const bare = rows.find((r) => r.target === 'bare')?.instructionsPerRequest;
+process.stdout.write(
+  `\nInstructions per request (user space, callgrind), ${requests} requests at c${connections} after ${warmup}\n${table(
+    ['target', 'instructions/req', '×bare'],
+    rows.map((r) => [
+      TARGET_LABELS[r.target],
+      fmt(r.instructionsPerRequest),
+      bare ? fmt(r.instructionsPerRequest / bare, 2) : '—',
+    ]),
+  )}\n`,
+);
+const file = writeResults(
+  'instructions-',
+  { machine: machineInfo(), requests, warmup, connections, tollgateEnv, rows },
+  startedAt,
+);
+process.stdout.write(`JSON: ${file}\n`);
