@@ -26,6 +26,12 @@ export class RedisLink {
   private skipUntil = 0;
   /** For logging transitions once: `down` after a failure, `up` again after a success. */
   private state: 'connecting' | 'up' | 'down' | 'closed' = 'connecting';
+  /**
+   * Counts the transitions to down. A command sent before the last one may still succeed after it (its
+   * answer was on the wire when another command failed): that says nothing about Redis now, and must not
+   * log "restored" (then "unavailable" again) while it is still gone.
+   */
+  private downs = 0;
 
   constructor(private readonly options: RedisLinkOptions) {
     this.client = new Redis(options.url, this.connectionOptions({ enableOfflineQueue: false }));
@@ -72,9 +78,10 @@ export class RedisLink {
   /** Runs `fn` against Redis, or answers `undefined` at once when Redis is not usable or the command fails. */
   async run<T>(fn: (redis: Redis) => Promise<T>): Promise<T | undefined> {
     if (!this.usable()) return undefined;
+    const downsBefore = this.downs;
     try {
       const result = await fn(this.client);
-      this.markUp();
+      if (this.downs === downsBefore) this.markUp();
       return result;
     } catch (err) {
       if (err instanceof Error && /timed out/i.test(err.message)) this.skipUntil = Date.now() + BACK_OFF_MS;
@@ -96,6 +103,7 @@ export class RedisLink {
   private markDown(err: unknown): void {
     if (this.state === 'down' || this.state === 'closed') return;
     this.state = 'down';
+    this.downs += 1;
     this.options.logger.warn(
       {
         redis: redactUrlPassword(this.options.url),

@@ -5,8 +5,10 @@ import { type ApiDeps, apiRoutes } from '../api/routes.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { errorBody, GatewayError } from '../errors.js';
 import type { Metrics } from '../metrics/metrics.js';
+import { PerMillisecond } from '../random.js';
 import { VERSION } from '../version.js';
 import { dashboardStatic } from './dashboard-static.js';
+import { lazyChildLoggerFactory } from './lazy-child-logger.js';
 import { registerMetrics } from './metrics-route.js';
 import { toGatewayError } from './to-gateway-error.js';
 
@@ -25,6 +27,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Fastify app assembly: body limit, request ids, the one error → HTTP mapping, routes. */
 export function buildApp(deps: AppDeps): FastifyInstance {
   let counter = 0;
+  const time36 = new PerMillisecond((ms) => ms.toString(36));
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.bodyLimitBytes,
@@ -35,11 +38,13 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     return503OnClosing: false,
     // Fastify's two lines per request are replaced by the one access line of the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
+    // The per-request child logger is built only if the request writes a line.
+    childLoggerFactory: lazyChildLoggerFactory,
     requestIdHeader: false,
     genReqId: (req) => {
       const incoming = req.headers['x-request-id'];
       if (typeof incoming === 'string' && REQUEST_ID.test(incoming)) return incoming;
-      return `req_${Date.now().toString(36)}${(counter++).toString(36)}`;
+      return `req_${time36.of(Date.now())}${(counter++).toString(36)}`;
     },
   });
 
