@@ -2,12 +2,14 @@
  * `npm run bench:instructions` — CPU instructions per request, counted instead of timed.
  *
  * On a shared virtual machine the timed benchmark moves ±20% from run to run (and more when a neighbour is
- * busy), which hides any change smaller than that. Instructions do not: each measured process (the bare
- * proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a warm-up
- * counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count is read.
- * Instructions executed in user space by the main thread per request (V8's compiler threads left out);
- * repeated runs agree within a few per cent, far closer than timed runs here. Kernel work (socket and file system calls) is not counted: the timed
- * benchmark remains the authority, this one says which way a change moves the process's own code.
+ * busy), which hides any change smaller than that. Instructions move far less: each measured process (the
+ * bare proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a
+ * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
+ * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). Two builds run
+ * side by side agree within ~1% run to run; hours apart the count moves more (group commit sizes follow the
+ * relative speed of the slowed-down process), so compare A and B from the same time. Kernel work (socket
+ * and file system calls) is not counted: the timed benchmark remains the authority, this one says which
+ * way a change moves the process's own code.
  * Writes `bench/results/instructions-<ISO time>.json`.
  */
 import { execFileSync } from 'node:child_process';
