@@ -14,7 +14,7 @@ import Database from 'better-sqlite3';
 import { generateApiKey, hashApiKey, keyHint } from '../src/auth/api-key.js';
 import { parseUsdToNano } from '../src/billing/money.js';
 import { CATALOG } from '../src/providers/catalog.js';
-import { USAGE_COLUMNS } from '../src/store/sqlite-hot-path.js';
+import { USAGE_COLUMNS } from '../src/store/usage-row.js';
 
 const BATCH = 100_000;
 /** Balance of each bulk account: $1,000. */

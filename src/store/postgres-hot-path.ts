@@ -3,6 +3,11 @@ import { timeOrderedHex } from '../random.js';
 import type { Database } from './schema.js';
 import { toNumber } from './schema.js';
 import type { PlaceHoldInput, SettleInput, UsageRecord } from './types.js';
+import { USAGE_COLUMN_TYPES, USAGE_COLUMNS, usageValues } from './usage-row.js';
+
+/** The usage insert's column list and the cast of each value, built once. */
+const USAGE_INTO = sql.raw(USAGE_COLUMNS.join(', '));
+const USAGE_CASTS = USAGE_COLUMNS.map((column) => sql.raw(USAGE_COLUMN_TYPES[column]));
 
 /**
  * The per-request writes of the PostgreSQL store as one statement each. As a transaction of separate
@@ -68,14 +73,8 @@ export async function settleCoveredAtOnce(
              ${u.requestId}::text, null, ${now}::bigint
         from hold where ${cost}::bigint > 0
     ), usage_row as (
-      insert into usage (request_id, account_id, key_id, provider, model, prompt_tokens, completion_tokens,
-                         usage_estimated, input_cost_nano, output_cost_nano, shortfall_nano, status,
-                         error_code, http_status, duration_ms, client_gone, created_at)
-      select ${u.requestId}::text, ${u.accountId}::text, ${u.keyId}::text, ${u.provider}::text, ${u.model}::text,
-             ${u.promptTokens}::bigint, ${u.completionTokens}::bigint, ${u.usageEstimated ? 1 : 0}::integer,
-             ${u.inputCostNano}::bigint, ${u.outputCostNano}::bigint, 0, ${u.status}::text,
-             ${u.errorCode}::text, ${u.httpStatus}::integer, ${u.durationMs}::bigint,
-             ${u.clientGone ? 1 : 0}::integer, ${u.createdAt}::bigint
+      insert into usage (${USAGE_INTO})
+      select ${sql.join(usageValues(u, 0).map((value, i) => sql`${value}::${USAGE_CASTS[i]}`))}
         from hold
     )
     select balance_nano from settled`.execute(db);

@@ -10,51 +10,9 @@ import type {
   SettleResult,
   UsageRecord,
 } from './types.js';
+import { USAGE_COLUMNS, usageValues } from './usage-row.js';
 
 type Row = Record<string, number | string | null>;
-
-/** The usage table's columns, in insert order (also used by the bench's bulk loader). */
-export const USAGE_COLUMNS = [
-  'request_id',
-  'account_id',
-  'key_id',
-  'provider',
-  'model',
-  'prompt_tokens',
-  'completion_tokens',
-  'usage_estimated',
-  'input_cost_nano',
-  'output_cost_nano',
-  'shortfall_nano',
-  'status',
-  'error_code',
-  'http_status',
-  'duration_ms',
-  'client_gone',
-  'created_at',
-] as const;
-
-function usageParams(u: UsageRecord, shortfallNano: number): unknown[] {
-  return [
-    u.requestId,
-    u.accountId,
-    u.keyId,
-    u.provider,
-    u.model,
-    u.promptTokens,
-    u.completionTokens,
-    u.usageEstimated ? 1 : 0,
-    u.inputCostNano,
-    u.outputCostNano,
-    shortfallNano,
-    u.status,
-    u.errorCode,
-    u.httpStatus,
-    u.durationMs,
-    u.clientGone ? 1 : 0,
-    u.createdAt,
-  ];
-}
 
 /** Most operations committed together; more waiting go into the next commit, one event-loop turn later. */
 const MAX_GROUP = 256;
@@ -134,7 +92,7 @@ export class SqliteHotPath {
 
   recordUsage(usage: UsageRecord): Promise<void> {
     return this.enqueue(() => {
-      this.stmt.insertUsage.run(...usageParams(usage, 0));
+      this.stmt.insertUsage.run(...usageValues(usage, 0));
     });
   }
 
@@ -261,7 +219,7 @@ export class SqliteHotPath {
         this.now(),
       );
     }
-    this.stmt.insertUsage.run(...usageParams(input.usage, shortfallNano));
+    this.stmt.insertUsage.run(...usageValues(input.usage, shortfallNano));
     const settled = { balanceNano: next, chargedNano, shortfallNano };
     if (input.idempotency) {
       this.stmt.finishIdempotent.run(
@@ -277,7 +235,7 @@ export class SqliteHotPath {
   private releaseInTx(input: ReleaseInput): { balanceNano: number } {
     const held = this.closeHold(input.holdId, input.accountId, 'released');
     const next = held > 0 ? this.addToBalance(input.accountId, held) : this.balanceOf(input.accountId);
-    if (input.usage) this.stmt.insertUsage.run(...usageParams(input.usage, 0));
+    if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0));
     return { balanceNano: next };
   }
 }

@@ -5,7 +5,8 @@ import SQLite from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { SqliteCheckpointer } from '../../src/store/sqlite-checkpointer.js';
-import type { Store, UsageRecord } from '../../src/store/types.js';
+import type { Store } from '../../src/store/types.js';
+import { fundedAccount, usageRow } from './store-fixtures.js';
 
 let dir: string;
 let file: string;
@@ -29,37 +30,8 @@ async function open(background = false): Promise<Store> {
   return store;
 }
 
-async function account(credit: number): Promise<string> {
-  const created = await store.createAccount({
-    email: `a${Math.random()}@x.test`,
-    role: 'user',
-    passwordHash: null,
-  });
-  if (!created.ok) throw new Error('account');
-  await store.addCredit({ accountId: created.account.id, amountNano: credit, note: null });
-  return created.account.id;
-}
-
-function usage(accountId: string, requestId: string): UsageRecord {
-  return {
-    requestId,
-    accountId,
-    keyId: 'key_x',
-    provider: 'prov-deepseek',
-    model: 'm',
-    promptTokens: 1,
-    completionTokens: 1,
-    usageEstimated: false,
-    inputCostNano: 50,
-    outputCostNano: 50,
-    status: 'ok',
-    errorCode: null,
-    httpStatus: 200,
-    durationMs: 1,
-    clientGone: false,
-    createdAt: Date.now(),
-  };
-}
+/** Costs of 50 + 50: the 100 each settle below charges. */
+const ENGINE_USAGE = { promptTokens: 1, completionTokens: 1, inputCostNano: 50, outputCostNano: 50 };
 
 function hold(accountId: string, i: number, amountNano = 1_000) {
   return {
@@ -76,7 +48,7 @@ function hold(accountId: string, i: number, amountNano = 1_000) {
 describe('group commit', () => {
   it('operations queued in one turn commit together, and one that throws fails alone, leaving nothing behind', async () => {
     await open();
-    const a = await account(100_000);
+    const a = await fundedAccount(store, 100_000);
     const holds = await Promise.all(Array.from({ length: 20 }, (_, i) => store.placeHold(hold(a, i))));
     expect(holds.every((h) => h.ok)).toBe(true);
 
@@ -84,13 +56,18 @@ describe('group commit', () => {
     // after its hold is closed, so without the retry its partial writes (or the others') would leak.
     const results = await Promise.allSettled([
       ...Array.from({ length: 19 }, (_, i) =>
-        store.settle({ holdId: `hold_${i}`, accountId: a, costNano: 100, usage: usage(a, `req_${i}`) }),
+        store.settle({
+          holdId: `hold_${i}`,
+          accountId: a,
+          costNano: 100,
+          usage: usageRow(a, `req_${i}`, ENGINE_USAGE),
+        }),
       ),
       store.settle({
         holdId: 'hold_19',
         accountId: 'acct_missing',
         costNano: 100,
-        usage: usage(a, 'req_19'),
+        usage: usageRow(a, 'req_19', ENGINE_USAGE),
       }),
     ]);
     expect(results.slice(0, 19).every((r) => r.status === 'fulfilled')).toBe(true);
@@ -125,7 +102,7 @@ describe('group commit', () => {
 
   it('holds placed in one group never take more than the balance', async () => {
     await open();
-    const a = await account(10_000);
+    const a = await fundedAccount(store, 10_000);
     const results = await Promise.all(
       Array.from({ length: 50 }, (_, i) => store.placeHold(hold(a, i, 1_000))),
     );
@@ -137,7 +114,7 @@ describe('group commit', () => {
 
   it('close() commits what is still queued', async () => {
     await open();
-    const a = await account(10_000);
+    const a = await fundedAccount(store, 10_000);
     const pending = store.placeHold(hold(a, 1));
     await store.close();
     await expect(pending).resolves.toMatchObject({ ok: true, balanceNano: 9_000 });
@@ -160,7 +137,7 @@ async function balanceOf(accountId: string): Promise<number> {
 describe('background WAL checkpoints', () => {
   it('the serving connection does not checkpoint; the thread moves the WAL into the file', async () => {
     await open(true);
-    const a = await account(1_000_000_000);
+    const a = await fundedAccount(store, 1_000_000_000);
     const before = statSync(file).size;
     for (let round = 0; round < 40; round++) {
       await Promise.all(Array.from({ length: 25 }, (_, i) => store.placeHold(hold(a, round * 25 + i, 10))));

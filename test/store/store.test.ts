@@ -4,8 +4,9 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
-import type { Store, UsageRecord } from '../../src/store/types.js';
+import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
+import { fundedAccount, usageRow } from './store-fixtures.js';
 
 let dir: string;
 let db: TestDatabase;
@@ -31,38 +32,6 @@ async function secondStore(): Promise<Store> {
   const other = await openStore(db.url, { sqliteSynchronous: 'NORMAL' });
   extraStores.push(other);
   return other;
-}
-
-async function account(credit: number) {
-  const created = await store.createAccount({
-    email: `a${Math.random()}@x.test`,
-    role: 'user',
-    passwordHash: null,
-  });
-  if (!created.ok) throw new Error('account');
-  if (credit > 0) await store.addCredit({ accountId: created.account.id, amountNano: credit, note: null });
-  return created.account.id;
-}
-
-function usage(accountId: string, requestId: string): UsageRecord {
-  return {
-    requestId,
-    accountId,
-    keyId: 'key_x',
-    provider: 'prov-deepseek',
-    model: 'm',
-    promptTokens: 10,
-    completionTokens: 5,
-    usageEstimated: false,
-    inputCostNano: 0,
-    outputCostNano: 0,
-    status: 'ok',
-    errorCode: null,
-    httpStatus: 200,
-    durationMs: 1,
-    clientGone: false,
-    createdAt: Date.now(),
-  };
 }
 
 const hold = (accountId: string, holdId: string, amountNano: number, expiresAt = Date.now() + 60_000) => ({
@@ -96,7 +65,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('a hold larger than the balance changes nothing', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     const refused = await store.placeHold(hold(id, 'h1', 1001));
     expect(refused).toEqual({ ok: false, reason: 'insufficient_balance', balanceNano: 1000 });
     expect(await store.openHoldsNano(id)).toBe(0);
@@ -106,13 +75,13 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('settle charges the actual cost and returns the rest of the hold', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     await store.placeHold(hold(id, 'h1', 600));
     const settled = await store.settle({
       holdId: 'h1',
       accountId: id,
       costNano: 250,
-      usage: usage(id, 'r1'),
+      usage: usageRow(id, 'r1'),
     });
     expect(settled).toEqual({ balanceNano: 750, chargedNano: 250, shortfallNano: 0 });
     expect(await store.openHoldsNano(id)).toBe(0);
@@ -120,25 +89,25 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('a cost above hold + balance stops at zero and records the shortfall', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     await store.placeHold(hold(id, 'h1', 900));
     const settled = await store.settle({
       holdId: 'h1',
       accountId: id,
       costNano: 1500,
-      usage: usage(id, 'r1'),
+      usage: usageRow(id, 'r1'),
     });
     expect(settled).toEqual({ balanceNano: 0, chargedNano: 1000, shortfallNano: 500 });
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
 
   it('a request id is settled at most once (the second settle fails and changes nothing)', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     await store.placeHold(hold(id, 'h1', 100));
     await store.placeHold(hold(id, 'h2', 100));
-    await store.settle({ holdId: 'h1', accountId: id, costNano: 50, usage: usage(id, 'same') });
+    await store.settle({ holdId: 'h1', accountId: id, costNano: 50, usage: usageRow(id, 'same') });
     await expect(
-      store.settle({ holdId: 'h2', accountId: id, costNano: 50, usage: usage(id, 'same') }),
+      store.settle({ holdId: 'h2', accountId: id, costNano: 50, usage: usageRow(id, 'same') }),
     ).rejects.toThrow();
     expect(await store.openHoldsNano(id)).toBe(100);
     expect((await store.getAccount(id))?.balanceNano).toBe(850);
@@ -146,7 +115,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('a hold released by the sweeper is not returned twice when its request settles later', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     await store.placeHold(hold(id, 'h1', 400, Date.now() - 1));
     expect(await store.releaseHolds({ kind: 'expired', now: Date.now() })).toBe(1);
     expect((await store.getAccount(id))?.balanceNano).toBe(1000);
@@ -154,7 +123,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
       holdId: 'h1',
       accountId: id,
       costNano: 100,
-      usage: usage(id, 'r1'),
+      usage: usageRow(id, 'r1'),
     });
     expect(settled.balanceNano).toBe(900);
     const released = await store.release({ holdId: 'h1', accountId: id, usage: null });
@@ -163,7 +132,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('releaseHolds all / not_owned_by / expired pick the right holds', async () => {
-    const id = await account(10_000);
+    const id = await fundedAccount(store, 10_000);
     await store.placeHold(hold(id, 'a', 100));
     await store.placeHold({ ...hold(id, 'b', 200), owner: 'inst_b' });
     await store.placeHold(hold(id, 'c', 300, Date.now() - 5));
@@ -175,7 +144,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('ledger check reports an account whose balance was changed outside the ledger', async () => {
-    const id = await account(1000);
+    const id = await fundedAccount(store, 1000);
     await db.query('update accounts set balance_nano = balance_nano + 5 where id = ?', [id]);
     const report = await store.ledgerCheck();
     expect(report.ok).toBe(false);
@@ -185,7 +154,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('the balance column refuses to go below zero even if asked directly', async () => {
-    const id = await account(10);
+    const id = await fundedAccount(store, 10);
     await expect(db.query('update accounts set balance_nano = -1 where id = ?', [id])).rejects.toThrow(
       /check/i,
     );
@@ -193,7 +162,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
 
   it('money columns are BIGINT: amounts beyond 32 bits round-trip exactly', async () => {
     const big = 9_000_000_000_000_000; // 9 million dollars in nanodollars, > 2^53 / 1000
-    const id = await account(big);
+    const id = await fundedAccount(store, big);
     expect((await store.getAccount(id))?.balanceNano).toBe(big);
     await store.placeHold(hold(id, 'h1', big - 1));
     expect(await store.openHoldsNano(id)).toBe(big - 1);
@@ -201,7 +170,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   });
 
   it('at most maxActive unrevoked keys; revoked keys do not count', async () => {
-    const id = await account(0);
+    const id = await fundedAccount(store, 0);
     const make = (n: number) =>
       store.createApiKey({ accountId: id, name: `k${n}`, keyHash: `h${n}`, hint: 'x', maxActive: 2 });
     const a = await make(1);
@@ -231,7 +200,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
 describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances on one database', () => {
   it('concurrent holds from two instances never take more than the balance', async () => {
     const other = await secondStore();
-    const id = await account(10_000);
+    const id = await fundedAccount(store, 10_000);
     const attempts = Array.from({ length: 40 }, (_, i) =>
       (i % 2 === 0 ? store : other).placeHold(hold(id, `h${i}`, 1_000)),
     );
@@ -244,14 +213,14 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
 
   it('sweepers of two instances and the settles they race release each hold exactly once', async () => {
     const other = await secondStore();
-    const id = await account(100_000);
+    const id = await fundedAccount(store, 100_000);
     const past = Date.now() - 1;
     for (let i = 0; i < 20; i++) await store.placeHold(hold(id, `h${i}`, 1_000, past));
     const [a, b] = await Promise.all([
       store.releaseHolds({ kind: 'expired', now: Date.now() }),
       other.releaseHolds({ kind: 'expired', now: Date.now() }),
       ...Array.from({ length: 10 }, (_, i) =>
-        store.settle({ holdId: `h${i}`, accountId: id, costNano: 100, usage: usage(id, `r${i}`) }),
+        store.settle({ holdId: `h${i}`, accountId: id, costNano: 100, usage: usageRow(id, `r${i}`) }),
       ),
     ]);
     expect((a as number) + (b as number)).toBeLessThanOrEqual(20);
@@ -263,7 +232,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
 
   it('one idempotency key claimed by two instances at once: exactly one request is started', async () => {
     const other = await secondStore();
-    const id = await account(0);
+    const id = await fundedAccount(store, 0);
     const now = Date.now();
     const claim = (s: Store, requestId: string) =>
       s.beginIdempotent({
@@ -299,7 +268,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
 
 describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): timeouts and an unreachable database', () => {
   it('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled and reported as 503 service_unavailable', async () => {
-    const id = await account(1_000);
+    const id = await fundedAccount(store, 1_000);
     const short = await openStore(db.url, {
       sqliteSynchronous: 'NORMAL',
       postgres: { statementTimeoutMs: 200, connectTimeoutMs: 1_000 },
@@ -342,7 +311,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): timeouts and an u
       postgres: { poolMax: 3 },
     });
     extraStores.push(small);
-    const id = await account(1_000_000);
+    const id = await fundedAccount(store, 1_000_000);
     await Promise.all(
       Array.from({ length: 30 }, () => small.addCredit({ accountId: id, amountNano: 1, note: null })),
     );

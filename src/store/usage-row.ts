@@ -1,0 +1,51 @@
+import type { UsageRecord } from './types.js';
+
+/**
+ * The usage table's columns in insert order, with their PostgreSQL types: the one list both hot paths
+ * (SQLite's prepared insert, PostgreSQL's single-statement settle) and the bench's bulk loader write
+ * usage rows by, so a column added to the table is added here once.
+ */
+export const USAGE_COLUMN_TYPES = {
+  request_id: 'text',
+  account_id: 'text',
+  key_id: 'text',
+  provider: 'text',
+  model: 'text',
+  prompt_tokens: 'bigint',
+  completion_tokens: 'bigint',
+  usage_estimated: 'integer',
+  input_cost_nano: 'bigint',
+  output_cost_nano: 'bigint',
+  shortfall_nano: 'bigint',
+  status: 'text',
+  error_code: 'text',
+  http_status: 'integer',
+  duration_ms: 'bigint',
+  client_gone: 'integer',
+  created_at: 'bigint',
+} as const;
+
+export const USAGE_COLUMNS = Object.keys(USAGE_COLUMN_TYPES) as (keyof typeof USAGE_COLUMN_TYPES)[];
+
+/** A usage row's values in `USAGE_COLUMNS` order. */
+export function usageValues(u: UsageRecord, shortfallNano: number): (string | number | null)[] {
+  return [
+    u.requestId,
+    u.accountId,
+    u.keyId,
+    u.provider,
+    u.model,
+    u.promptTokens,
+    u.completionTokens,
+    u.usageEstimated ? 1 : 0,
+    u.inputCostNano,
+    u.outputCostNano,
+    shortfallNano,
+    u.status,
+    u.errorCode,
+    u.httpStatus,
+    u.durationMs,
+    u.clientGone ? 1 : 0,
+    u.createdAt,
+  ];
+}
