@@ -8,6 +8,7 @@ import {
   type ApiKeysTable,
   type Database,
   type IdempotencyTable,
+  refusedHold,
   toNumber,
   toNumberOrNull,
   type UsageTable,
@@ -352,14 +353,8 @@ export class KyselyStore implements Store {
     if (this.dialect === 'postgres') {
       const placed = await placeHoldAtOnce(this.db, input);
       if (placed) return { ok: true, balanceNano: placed.balanceNano };
-      // Nothing was written: say why (the figures may have moved since; they only word the refusal).
-      const account = await this.db
-        .selectFrom('accounts')
-        .select(['balance_nano', 'status'])
-        .where('id', '=', input.accountId)
-        .executeTakeFirst();
-      const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
-      return { ok: false, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
+      // Nothing was written: say why.
+      return refusedHold(await this.accountState(this.db, input.accountId));
     }
     return this.db.transaction().execute(async (trx) => {
       // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed. It returns the
@@ -372,15 +367,7 @@ export class KyselyStore implements Store {
         .where('balance_nano', '>=', input.amountNano)
         .returning('balance_nano')
         .executeTakeFirst();
-      if (!updated) {
-        const account = await trx
-          .selectFrom('accounts')
-          .select(['balance_nano', 'status'])
-          .where('id', '=', input.accountId)
-          .executeTakeFirst();
-        const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
-        return { ok: false as const, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
-      }
+      if (!updated) return refusedHold(await this.accountState(trx, input.accountId));
       const balanceNano = toNumber(updated.balance_nano);
       await trx
         .insertInto('holds')
@@ -710,6 +697,15 @@ export class KyselyStore implements Store {
    * Closes an open hold and returns its amount; undefined when it was already closed (e.g. released by
    * the expiry sweeper, or by another instance's), so its money is never returned twice.
    */
+  /** An account's balance and status (for wording a refused hold). */
+  private accountState(db: Kysely<Database> | Transaction<Database>, accountId: string) {
+    return db
+      .selectFrom('accounts')
+      .select(['balance_nano', 'status'])
+      .where('id', '=', accountId)
+      .executeTakeFirst();
+  }
+
   private async closeHold(
     trx: Transaction<Database>,
     holdId: string,

@@ -137,3 +137,16 @@ export function toNumber(value: BigIntColumn): number {
 export function toNumberOrNull(value: BigIntColumn | null): number | null {
   return value === null ? null : toNumber(value);
 }
+
+/**
+ * A hold that changed nothing, worded from the account row read after it (missing or disabled: inactive;
+ * otherwise short of money). The figures may have moved since the atomic statement; they only word it.
+ */
+export function refusedHold(account: { balance_nano: BigIntColumn; status: string } | undefined): {
+  ok: false;
+  reason: 'insufficient_balance' | 'account_inactive';
+  balanceNano: number;
+} {
+  const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
+  return { ok: false, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
+}

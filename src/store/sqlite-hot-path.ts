@@ -1,6 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import { timeOrderedHex } from '../random.js';
-import { toNumber } from './schema.js';
+import { refusedHold, toNumber } from './schema.js';
 import type {
   KeyAuthRecord,
   PlaceHoldInput,
@@ -158,10 +158,9 @@ export class SqliteHotPath {
       | number
       | undefined;
     if (updated === undefined) {
-      const account = this.stmt.accountState.get(input.accountId) as Row | undefined;
-      const balanceNano = account ? toNumber(account.balance_nano as number) : 0;
-      const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
-      return { ok: false, reason, balanceNano };
+      return refusedHold(
+        this.stmt.accountState.get(input.accountId) as { balance_nano: number; status: string } | undefined,
+      );
     }
     this.stmt.insertHold.run(
       input.holdId,
