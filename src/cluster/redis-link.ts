@@ -27,11 +27,13 @@ export class RedisLink {
   /** For logging transitions once: `down` after a failure, `up` again after a success. */
   private state: 'connecting' | 'up' | 'down' | 'closed' = 'connecting';
   /**
-   * Counts the transitions to down. A command sent before the last one may still succeed after it (its
-   * answer was on the wire when another command failed): that says nothing about Redis now, and must not
-   * log "restored" (then "unavailable" again) while it is still gone.
+   * Commands that timed out in a row. One alone is no outage: under load the event loop can run the
+   * command's timer before the read of an answer that had already arrived (timers come before I/O in a
+   * turn), and the test of a real outage saw exactly that — "unavailable", "restored" a second later, then
+   * the outage. Redis is left alone for the back-off either way; it is called unavailable (and logged)
+   * when the next command after the back-off times out too, or on any other failure.
    */
-  private downs = 0;
+  private timeoutsInARow = 0;
 
   constructor(private readonly options: RedisLinkOptions) {
     this.client = new Redis(options.url, this.connectionOptions({ enableOfflineQueue: false }));
@@ -78,13 +80,17 @@ export class RedisLink {
   /** Runs `fn` against Redis, or answers `undefined` at once when Redis is not usable or the command fails. */
   async run<T>(fn: (redis: Redis) => Promise<T>): Promise<T | undefined> {
     if (!this.usable()) return undefined;
-    const downsBefore = this.downs;
     try {
       const result = await fn(this.client);
-      if (this.downs === downsBefore) this.markUp();
+      this.timeoutsInARow = 0;
+      this.markUp();
       return result;
     } catch (err) {
-      if (err instanceof Error && /timed out/i.test(err.message)) this.skipUntil = Date.now() + BACK_OFF_MS;
+      if (err instanceof Error && /timed out/i.test(err.message)) {
+        this.skipUntil = Date.now() + BACK_OFF_MS;
+        this.timeoutsInARow += 1;
+        if (this.timeoutsInARow < 2) return undefined;
+      }
       this.markDown(err);
       return undefined;
     }
@@ -103,7 +109,6 @@ export class RedisLink {
   private markDown(err: unknown): void {
     if (this.state === 'down' || this.state === 'closed') return;
     this.state = 'down';
-    this.downs += 1;
     this.options.logger.warn(
       {
         redis: redactUrlPassword(this.options.url),
