@@ -47,15 +47,7 @@ const requests = Math.max(100, flags.number('requests', 3000));
 const warmup = flags.number('warmup', 6000);
 const keep = flags.string('keep');
 const connections = Math.max(1, flags.number('connections', 50));
-const tollgateEnv: Record<string, string> = {};
-for (const pair of flags.list('env') ?? []) {
-  const eq = pair.indexOf('=');
-  if (eq <= 0) {
-    process.stderr.write(`--env: ${pair} is not NAME=value\n`);
-    process.exit(2);
-  }
-  tollgateEnv[pair.slice(0, eq)] = pair.slice(eq + 1);
-}
+const tollgateEnv = flags.env('env');
 
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });

@@ -11,6 +11,8 @@ export interface Flags {
   number(name: string, fallback: number): number;
   boolean(name: string): boolean;
   list(name: string): string[] | undefined;
+  /** `A=1,B=2` → `{ A: '1', B: '2' }`; exits with a usage error on a pair without `=`. */
+  env(name: string): Record<string, string>;
 }
 
 function envName(flag: string): string {
@@ -71,6 +73,18 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
         .split(',')
         .map((s) => s.trim())
         .filter((s) => s.length > 0);
+    },
+    env(name) {
+      const env: Record<string, string> = {};
+      for (const pair of this.list(name) ?? []) {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) {
+          process.stderr.write(`--${name}: ${pair} is not NAME=value\n`);
+          process.exit(2);
+        }
+        env[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+      return env;
     },
   };
 }

@@ -42,6 +42,10 @@ const flags = readFlags('npm run bench --', {
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
   },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  env: {
+    type: 'string',
+    help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=background,METRICS_ENABLED=false",
+  },
 });
 
 const quick = flags.boolean('quick');
@@ -53,6 +57,7 @@ const options = {
   connections: Math.max(1, Math.round(flags.number('connections', 50))),
   pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
+const tollgateEnv = flags.env('env');
 const only = flags.list('only');
 const unknown = only?.filter((t) => !ALL_TARGETS.includes(t as TargetName)) ?? [];
 if (unknown.length > 0) {
@@ -99,6 +104,7 @@ async function main(): Promise<void> {
             pinning,
             dir: temp.dir,
             pgAdminUrl: options.pgAdminUrl,
+            tollgateEnv,
           });
         } catch (err) {
           const reason = err instanceof Error ? err.message : String(err);
@@ -157,7 +163,7 @@ async function main(): Promise<void> {
       kind: 'tollgate-bench',
       startedAt: startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
-      options: { ...options, targets, quick },
+      options: { ...options, targets, quick, tollgateEnv },
       machine: { ...machine, loadavgAtEnd: machineInfo().loadavg },
       pinning,
       summaries,

@@ -249,7 +249,7 @@ export function loadConfig(
     redisTimeoutMs: r.int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     sqliteSynchronous: r.oneOf('SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL'),
-    sqliteCheckpoint: r.oneOf('SQLITE_CHECKPOINT', ['inline', 'background'] as const, 'inline'),
+    sqliteCheckpoint: r.oneOf('SQLITE_CHECKPOINT', ['inline', 'background'] as const, 'background'),
     tokenizerPreload: r.bool('TOKENIZER_PRELOAD', false),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),

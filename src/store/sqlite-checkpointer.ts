@@ -6,6 +6,11 @@ import type SQLite from 'better-sqlite3';
 const DEFAULT_INTERVAL_MS = 250;
 /** What the connection does again if the background thread stops: SQLite's default. */
 const AUTOCHECKPOINT_PAGES = 1000;
+/**
+ * With the thread running, the serving connection still checkpoints once the WAL holds this many pages
+ * (40 MB at 4 KiB): the backstop that lets the WAL start over (see the class comment).
+ */
+const DEFAULT_BACKSTOP_PAGES = 10_000;
 
 // Runs in the worker: its own connection to the same file; PASSIVE never waits for the writer or readers.
 const WORKER_SOURCE = `
@@ -27,12 +32,19 @@ parentPort.on('message', (m) => {
 `;
 
 /**
- * Moves SQLite's WAL checkpoints off the event loop. With `synchronous = NORMAL` a commit does not fsync;
- * the checkpoint does — and SQLite runs it inside whichever commit crosses 1,000 WAL pages, stalling
- * every request in flight for the copy and the fsync (the 8 ms unloaded p99 of docs/performance.md). Here
- * the serving connection stops checkpointing (`wal_autocheckpoint = 0`) and a worker thread with its own
- * connection checkpoints every 250 ms. If that thread dies, the connection checkpoints itself again, so
- * the WAL never grows without bound.
+ * Moves most of SQLite's WAL checkpointing off the event loop. With `synchronous = NORMAL` a commit does
+ * not fsync; the checkpoint does — and SQLite runs it inside whichever commit crosses 1,000 WAL pages,
+ * stalling every request in flight for the copy and the fsyncs (~10 ms each time on the benchmark's
+ * disk, four times a second at 200 requests/s). Here a worker thread with its own connection checkpoints
+ * every 250 ms (PASSIVE: it never waits for the writer).
+ *
+ * The thread alone cannot bound the WAL: SQLite starts the WAL over only when a writer finds every frame
+ * copied, and under steady writes new frames always arrive while the thread copies (the WAL reached 1.8 GB
+ * in 50 s of benchmark). So the serving connection keeps a backstop, `wal_autocheckpoint` at 10,000 pages
+ * instead of 1,000: when the WAL gets there, the commit that crosses it checkpoints inline as before, but
+ * finds nearly everything already copied and synced by the thread — only the last moments' frames are
+ * left — and, being the writer, finishes the job so the next transaction starts the WAL over. If the
+ * thread dies, the connection checkpoints itself at SQLite's default again.
  */
 export class SqliteCheckpointer {
   private readonly worker: Worker;
@@ -45,10 +57,11 @@ export class SqliteCheckpointer {
     intervalMs = DEFAULT_INTERVAL_MS,
     /** The better-sqlite3 module the thread loads (tests point it elsewhere to make the thread fail). */
     driver = createRequire(import.meta.url).resolve('better-sqlite3'),
+    backstopPages = DEFAULT_BACKSTOP_PAGES,
   ) {
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs } });
     this.worker.unref();
-    connection.pragma('wal_autocheckpoint = 0');
+    connection.pragma(`wal_autocheckpoint = ${backstopPages}`);
     const fallBack = (err: unknown) => {
       if (this.stopped) return;
       this.stopped = true;
