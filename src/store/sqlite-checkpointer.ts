@@ -7,8 +7,13 @@ const DEFAULT_INTERVAL_MS = 250;
 /** What the connection does again if the background thread stops: SQLite's default. */
 const AUTOCHECKPOINT_PAGES = 1000;
 /**
- * With the thread running, the serving connection still checkpoints once the WAL holds this many pages
- * (40 MB at 4 KiB): the backstop that lets the WAL start over (see the class comment).
+ * Once the thread reports a WAL this long (16 MB at 4 KiB) and copied, the serving connection finishes the
+ * checkpoint itself so that the WAL starts over (see the class comment).
+ */
+const DEFAULT_FINISH_PAGES = 4_000;
+/**
+ * With the thread running, the serving connection still checkpoints inside a commit once the WAL holds
+ * this many pages (40 MB at 4 KiB): the backstop should the thread's reports not come.
  */
 const DEFAULT_BACKSTOP_PAGES = 10_000;
 
@@ -20,7 +25,10 @@ const db = new Database(workerData.file);
 db.pragma('busy_timeout = 100');
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
 const timer = setInterval(() => {
-  try { checkpoint.run(); } catch (err) { if (err && err.code !== 'SQLITE_BUSY' && err.code !== 'SQLITE_LOCKED') throw err; }
+  let result;
+  try { result = checkpoint.get(); } catch (err) { if (err && err.code !== 'SQLITE_BUSY' && err.code !== 'SQLITE_LOCKED') throw err; }
+  // { busy, log, checkpointed }: pages in the WAL, and how many of them are now in the database file.
+  if (result && result.busy === 0) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed });
 }, workerData.intervalMs);
 parentPort.on('message', (m) => {
   if (m !== 'stop') return;
@@ -40,15 +48,19 @@ parentPort.on('message', (m) => {
  *
  * The thread alone cannot bound the WAL: SQLite starts the WAL over only when a writer finds every frame
  * copied, and under steady writes new frames always arrive while the thread copies (the WAL reached 1.8 GB
- * in 50 s of benchmark). So the serving connection keeps a backstop, `wal_autocheckpoint` at 10,000 pages
- * instead of 1,000: when the WAL gets there, the commit that crosses it checkpoints inline as before, but
- * finds nearly everything already copied and synced by the thread — only the last moments' frames are
- * left — and, being the writer, finishes the job so the next transaction starts the WAL over. If the
- * thread dies, the connection checkpoints itself at SQLite's default again.
+ * in 50 s of benchmark). So the serving connection finishes the job: when the thread reports that it
+ * copied everything it saw and the WAL holds 4,000 pages or more, the connection checkpoints right away,
+ * between two requests. Only the frames written during the thread's checkpoint are left to copy and sync,
+ * so its fsyncs take a few ms instead of the ~10 ms of a full inline checkpoint (docs/performance.md),
+ * and, the connection being the writer, the next transaction starts the WAL over. Should the reports not
+ * come (a connection busy in a long transaction), `wal_autocheckpoint` at 10,000 pages instead of 1,000
+ * is the backstop. If the thread dies, the connection checkpoints itself at SQLite's default again.
  */
 export class SqliteCheckpointer {
   private readonly worker: Worker;
   private stopped = false;
+  /** Checkpoints the serving connection finished after a report of the thread (read by tests). */
+  finished = 0;
 
   constructor(
     private readonly connection: SQLite.Database,
@@ -58,10 +70,23 @@ export class SqliteCheckpointer {
     /** The better-sqlite3 module the thread loads (tests point it elsewhere to make the thread fail). */
     driver = createRequire(import.meta.url).resolve('better-sqlite3'),
     backstopPages = DEFAULT_BACKSTOP_PAGES,
+    finishPages = DEFAULT_FINISH_PAGES,
   ) {
     this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver, file, intervalMs } });
     this.worker.unref();
     connection.pragma(`wal_autocheckpoint = ${backstopPages}`);
+    this.worker.on('message', (m: unknown) => {
+      if (this.stopped || !isProgress(m) || m.log < finishPages || m.checkpointed < m.log) return;
+      // Not inside a transaction of this connection (a Kysely one spans awaits): the next report will do.
+      if (!connection.open || connection.inTransaction) return;
+      try {
+        const [result] = connection.pragma('wal_checkpoint(PASSIVE)') as { busy: number }[];
+        if (result?.busy === 0) this.finished += 1;
+      } catch {
+        // Busy (the thread began its next round): the next report, or the backstop, finishes it. Any other
+        // failure (an I/O error) is the commits' to report: they write the same files.
+      }
+    });
     const fallBack = (err: unknown) => {
       if (this.stopped) return;
       this.stopped = true;
@@ -77,7 +102,9 @@ export class SqliteCheckpointer {
     if (this.stopped) return;
     this.stopped = true;
     const done = new Promise<void>((resolve) => {
-      this.worker.once('message', () => resolve());
+      this.worker.on('message', (m) => {
+        if (m === 'stopped') resolve();
+      });
       this.worker.once('exit', () => resolve());
     });
     this.worker.postMessage('stop');
@@ -85,4 +112,13 @@ export class SqliteCheckpointer {
     await this.worker.terminate();
     if (this.connection.open) this.connection.pragma(`wal_autocheckpoint = ${AUTOCHECKPOINT_PAGES}`);
   }
+}
+
+function isProgress(m: unknown): m is { log: number; checkpointed: number } {
+  return (
+    typeof m === 'object' &&
+    m !== null &&
+    typeof (m as { log?: unknown }).log === 'number' &&
+    typeof (m as { checkpointed?: unknown }).checkpointed === 'number'
+  );
 }
