@@ -44,7 +44,7 @@ const flags = readFlags('npm run bench --', {
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
   env: {
     type: 'string',
-    help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=background,METRICS_ENABLED=false",
+    help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=inline,METRICS_ENABLED=false",
   },
 });
 
