@@ -24,11 +24,17 @@ const Database = require(workerData.driver);
 const db = new Database(workerData.file);
 db.pragma('busy_timeout = 100');
 const checkpoint = db.prepare('PRAGMA wal_checkpoint(PASSIVE)');
+let reported = '';
 const timer = setInterval(() => {
   let result;
   try { result = checkpoint.get(); } catch (err) { if (err && err.code !== 'SQLITE_BUSY' && err.code !== 'SQLITE_LOCKED') throw err; }
-  // { busy, log, checkpointed }: pages in the WAL, and how many of them are now in the database file.
-  if (result && result.busy === 0) parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed });
+  // { busy, log, checkpointed }: pages in the WAL, and how many of them are now in the database file. An
+  // unchanged result (an idle server) is not reported again, so the event loop is not woken for nothing.
+  if (!result || result.busy !== 0) return;
+  const key = result.log + '/' + result.checkpointed;
+  if (key === reported) return;
+  reported = key;
+  parentPort.postMessage({ log: result.log, checkpointed: result.checkpointed });
 }, workerData.intervalMs);
 parentPort.on('message', (m) => {
   if (m !== 'stop') return;
