@@ -154,10 +154,7 @@ export class SqliteHotPath {
 
   private placeInTx(input: PlaceHoldInput): PlaceHoldResult {
     // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
-    const updated = this.stmt.takeHold.get(input.amountNano, input.accountId, input.amountNano) as
-      | number
-      | undefined;
-    if (updated === undefined) {
+    if (this.stmt.takeHold.run(input.amountNano, input.accountId, input.amountNano).changes === 0) {
       return refusedHold(
         this.stmt.accountState.get(input.accountId) as { balance_nano: number; status: string } | undefined,
       );
@@ -171,13 +168,13 @@ export class SqliteHotPath {
       input.createdAt,
       input.expiresAt,
     );
-    return { ok: true, balanceNano: toNumber(updated) };
+    return { ok: true, balanceNano: this.balanceOf(input.accountId) };
   }
 
   /** Closes an open hold, returning its amount; 0 when it was already closed (never returned twice). */
   private closeHold(holdId: string, accountId: string, reason: string): number {
-    const amount = this.stmt.closeHold.get(this.now(), reason, holdId, accountId) as number | undefined;
-    return amount === undefined ? 0 : toNumber(amount);
+    if (this.stmt.closeHold.run(this.now(), reason, holdId, accountId).changes === 0) return 0;
+    return toNumber(this.stmt.holdAmount.get(holdId) as number);
   }
 
   private balanceOf(accountId: string): number {
@@ -188,9 +185,9 @@ export class SqliteHotPath {
 
   /** Adds `amountNano` (≥ 0) to a balance; returns the new balance. */
   private addToBalance(accountId: string, amountNano: number): number {
-    const balance = this.stmt.addBalance.get(amountNano, accountId) as number | undefined;
-    if (balance === undefined) throw new Error(`no account ${accountId}`);
-    return toNumber(balance);
+    if (this.stmt.addBalance.run(amountNano, accountId).changes === 0)
+      throw new Error(`no account ${accountId}`);
+    return this.balanceOf(accountId);
   }
 
   private settleInTx(input: SettleInput): SettleResult {
@@ -239,7 +236,13 @@ export class SqliteHotPath {
   }
 }
 
-/** Single-column statements are plucked: the value itself, not a row object built per call. */
+/**
+ * Single-column statements are plucked: the value itself, not a row object built per call. No statement
+ * has a RETURNING clause: SQLite runs one through an ephemeral table (a B-tree opened, its first page
+ * zeroed, closed) on every execution, which cost ~20,000 instructions per request over the three such
+ * updates of a call, more than the plain update and a read of the same row, already in the page cache
+ * (docs/performance.md).
+ */
 function prepareAll(db: SQLite.Database) {
   return {
     findKey: db.prepare(
@@ -248,30 +251,23 @@ function prepareAll(db: SQLite.Database) {
          from api_keys k join accounts a on a.id = k.account_id
         where k.key_hash = ?`,
     ),
-    takeHold: db
-      .prepare(
-        `update accounts set balance_nano = balance_nano - ?
-        where id = ? and status = 'active' and balance_nano >= ?
-        returning balance_nano`,
-      )
-      .pluck(),
+    takeHold: db.prepare(
+      `update accounts set balance_nano = balance_nano - ?
+        where id = ? and status = 'active' and balance_nano >= ?`,
+    ),
     accountState: db.prepare('select balance_nano, status from accounts where id = ?'),
     insertHold: db.prepare(
       `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
        values (?, ?, ?, ?, ?, ?, ?, null, null)`,
     ),
-    closeHold: db
-      .prepare(
-        `update holds set closed_at = ?, close_reason = ?
-        where id = ? and account_id = ? and closed_at is null
-        returning amount_nano`,
-      )
-      .pluck(),
+    closeHold: db.prepare(
+      `update holds set closed_at = ?, close_reason = ?
+        where id = ? and account_id = ? and closed_at is null`,
+    ),
+    holdAmount: db.prepare('select amount_nano from holds where id = ?').pluck(),
     balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
     setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
-    addBalance: db
-      .prepare('update accounts set balance_nano = balance_nano + ? where id = ? returning balance_nano')
-      .pluck(),
+    addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),
     insertCharge: db.prepare(
       `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
        values (?, ?, 'charge', ?, ?, null, ?)`,
