@@ -183,10 +183,9 @@ export class SqliteHotPath {
     return toNumber(balance);
   }
 
-  /** Adds `amountNano` (≥ 0) to a balance; returns the new balance. */
+  /** Adds `amountNano` (≥ 0) to a balance; returns the new balance (`balanceOf` throws for no account). */
   private addToBalance(accountId: string, amountNano: number): number {
-    if (this.stmt.addBalance.run(amountNano, accountId).changes === 0)
-      throw new Error(`no account ${accountId}`);
+    this.stmt.addBalance.run(amountNano, accountId);
     return this.balanceOf(accountId);
   }
 
@@ -196,7 +195,7 @@ export class SqliteHotPath {
     let chargedNano: number;
     let next: number;
     if (input.costNano <= held) {
-      // The usual case: the hold covers the cost; one statement returns the rest of it.
+      // The usual case: the hold covers the cost; the rest of it goes back to the balance.
       chargedNano = input.costNano;
       next = this.addToBalance(input.accountId, held - input.costNano);
     } else {
