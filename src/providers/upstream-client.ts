@@ -1,5 +1,5 @@
-import { EventEmitter } from 'node:events';
-import { Agent } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, type Dispatcher } from 'undici';
 import {
   UpstreamError,
   type UpstreamFailureKind,
@@ -88,53 +88,31 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
     return agent;
   };
 
-  async function send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse> {
+  function send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse> {
     const target = targetOf(req.url);
-    const host = target.host;
-    // One deadline for the whole call: a timer cleared at the end, and an emitter undici listens on (it
-    // takes an EventEmitter as well as an AbortSignal; per call, an AbortController and its EventTarget
-    // cost measurably more, and AbortSignal.timeout's timer lives until garbage collection).
-    const deadline = new Deadline();
-    const timer = setTimeout(() => deadline.fire(), Math.max(1, opts.timeoutMs));
-    const signal = opts.signal === undefined ? deadline : AbortSignal.any([deadline.asSignal(), opts.signal]);
-    try {
-      if (target.invalid) throw new UpstreamError('connect', `upstream URL is invalid`);
-      if (signal.aborted) throw new Error('aborted before the call');
-      const response = await agentFor(opts.connectTimeoutMs ?? defaultConnectTimeoutMs).request({
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers: req.headers,
-        body: req.body,
-        signal,
-        headersTimeout: opts.timeoutMs,
-        bodyTimeout: opts.timeoutMs,
-      });
-      const declared = Number(singleHeader(response.headers['content-length']));
-      if (Number.isFinite(declared) && declared > maxBodyBytes) {
-        // Nothing is reading the body yet: without a listener, destroying it would emit an unhandled error.
-        response.body.on('error', () => {});
-        response.body.destroy();
-        throw tooLarge(host, maxBodyBytes, response.statusCode);
-      }
-      // A declared length within the cap is read in one go (undici checks it against what arrives);
-      // otherwise the body is counted chunk by chunk and cut off past the cap.
-      const bodyText = Number.isFinite(declared)
-        ? await response.body.text()
-        : await readCapped(response.body, maxBodyBytes, () =>
-            tooLarge(host, maxBodyBytes, response.statusCode),
-          );
-      return {
-        status: response.statusCode,
-        headers: normalizeHeaders(response.headers),
-        bodyText,
-      };
-    } catch (error) {
-      if (error instanceof UpstreamError) throw error;
-      throw toUpstreamError(error, host, opts, deadline);
-    } finally {
-      clearTimeout(timer);
+    if (target.invalid) return Promise.reject(new UpstreamError('connect', 'upstream URL is invalid'));
+    const signal = opts.signal;
+    if (signal?.aborted === true) {
+      return Promise.reject(toUpstreamError(new Error('aborted before the call'), target.host, opts, false));
     }
+    return new Promise<UpstreamHttpResponse>((resolve, reject) => {
+      const call = new UpstreamCall(target.host, maxBodyBytes, opts, resolve, reject);
+      // One deadline for the whole call (connect, headers, body): a timer cleared when the call ends.
+      call.timer = setTimeout(passDeadline, Math.max(1, opts.timeoutMs), call);
+      if (signal !== undefined) call.listenTo(signal);
+      agentFor(opts.connectTimeoutMs ?? defaultConnectTimeoutMs).dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: req.headers,
+          body: req.body,
+          headersTimeout: opts.timeoutMs,
+          bodyTimeout: opts.timeoutMs,
+        },
+        call,
+      );
+    });
   }
 
   return {
@@ -145,9 +123,14 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
   };
 }
 
-function toUpstreamError(error: unknown, host: string, opts: SendOptions, deadline: Deadline): UpstreamError {
+function toUpstreamError(
+  error: unknown,
+  host: string,
+  opts: SendOptions,
+  deadlinePassed: boolean,
+): UpstreamError {
   // Our own deadline first: whatever undici reports when it fires (abort, socket closed), it is a timeout.
-  if (deadline.aborted) {
+  if (deadlinePassed) {
     return new UpstreamError('timeout', `upstream ${host} did not answer within ${opts.timeoutMs} ms`, {
       cause: error,
     });
@@ -179,24 +162,6 @@ function findErrorCode(error: unknown, depth = 0): string | undefined {
   return typeof code === 'string' ? code : undefined;
 }
 
-/** Reads a body of unknown length as UTF-8, failing with `tooLarge()` once it passes `maxBytes`. */
-async function readCapped(
-  body: AsyncIterable<unknown>,
-  maxBytes: number,
-  tooLarge: () => Error,
-): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as Uint8Array);
-    size += buffer.length;
-    // Leaving the loop by throwing destroys the body (and its connection) through the iterator.
-    if (size > maxBytes) throw tooLarge();
-    chunks.push(buffer);
-  }
-  return Buffer.concat(chunks, size).toString('utf8');
-}
-
 function tooLarge(host: string, maxBodyBytes: number, status: number): UpstreamError {
   return new UpstreamError(
     'bad_response',
@@ -205,27 +170,6 @@ function tooLarge(host: string, maxBodyBytes: number, status: number): UpstreamE
       status,
     },
   );
-}
-
-/** The deadline of one call: `aborted` and an 'abort' event, as undici expects of an emitter signal. */
-class Deadline extends EventEmitter {
-  aborted = false;
-  reason: unknown = undefined;
-
-  fire(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.reason = new Error('upstream deadline passed');
-    this.emit('abort');
-  }
-
-  /** The same deadline as an AbortSignal, to combine with a caller's signal. */
-  asSignal(): AbortSignal {
-    const controller = new AbortController();
-    if (this.aborted) controller.abort(this.reason);
-    else this.once('abort', () => controller.abort(this.reason));
-    return controller.signal;
-  }
 }
 
 interface Target {
@@ -257,15 +201,132 @@ function targetOf(url: string): Target {
   return target;
 }
 
-function singleHeader(value: string | string[] | undefined): string | undefined {
-  return Array.isArray(value) ? value[0] : value;
+/**
+ * One upstream call as undici's dispatch handler: undici calls these methods as the answer arrives, and
+ * the body's chunks are kept as they come — no stream object, no async iteration, nothing per chunk but a
+ * length check. The call ends once, by `resolve` or `reject`: the first of the full answer, an error from
+ * undici, the deadline, the caller's abort, or a body past the cap. Ending early aborts the request
+ * (at once if it is on a socket, else as soon as undici hands it one).
+ *
+ * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherdispatchoptions-handler
+ */
+class UpstreamCall implements Dispatcher.DispatchHandler {
+  timer: NodeJS.Timeout | undefined;
+  private signal: AbortSignal | undefined;
+  private controller: Dispatcher.DispatchController | undefined;
+  private ended = false;
+  private failure: Error | undefined;
+  private deadlinePassed = false;
+  private status = 0;
+  private headers: Record<string, string | undefined> = {};
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  constructor(
+    private readonly host: string,
+    private readonly maxBodyBytes: number,
+    private readonly opts: SendOptions,
+    private readonly resolve: (response: UpstreamHttpResponse) => void,
+    private readonly reject: (error: UpstreamError) => void,
+  ) {}
+
+  onDeadline(): void {
+    this.deadlinePassed = true;
+    this.fail(new Error('upstream deadline passed'));
+  }
+
+  /** Ends the call when the caller's signal aborts (the call is the listener: see `handleEvent`). */
+  listenTo(signal: AbortSignal): void {
+    this.signal = signal;
+    signal.addEventListener('abort', this, { once: true });
+  }
+
+  handleEvent(): void {
+    this.fail(new Error('upstream call aborted by the caller'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    // Also called again when undici retries the request on a new socket: the latest controller counts.
+    this.controller = controller;
+    if (this.failure !== undefined) controller.abort(this.failure);
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (this.ended) return;
+    this.status = statusCode;
+    this.headers = normalizeHeaders(headers);
+    this.chunks.length = 0;
+    this.size = 0;
+    // A declared length past the cap fails before a byte of the body is read (undici itself checks that
+    // what arrives matches a declared length).
+    const declared = Number(this.headers['content-length']);
+    if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.fail(this.tooLarge());
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.ended) return;
+    this.size += chunk.length;
+    if (this.size > this.maxBodyBytes) {
+      this.fail(this.tooLarge());
+      return;
+    }
+    this.chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    if (this.ended) return;
+    const { chunks } = this;
+    const bodyText =
+      chunks.length === 1
+        ? (chunks[0] as Buffer).toString('utf8')
+        : Buffer.concat(chunks, this.size).toString('utf8');
+    this.end();
+    this.resolve({ status: this.status, headers: this.headers, bodyText });
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+    if (this.ended) return;
+    this.end();
+    this.reject(
+      error instanceof UpstreamError
+        ? error
+        : toUpstreamError(error, this.host, this.opts, this.deadlinePassed),
+    );
+  }
+
+  /** Ends the call with `error` and aborts the request (later, if undici has not started it yet). */
+  private fail(error: Error): void {
+    if (this.ended) return;
+    this.failure = error;
+    this.onResponseError(undefined, error);
+    this.controller?.abort(error);
+  }
+
+  private end(): void {
+    this.ended = true;
+    clearTimeout(this.timer);
+    this.signal?.removeEventListener('abort', this);
+    this.chunks = [];
+  }
+
+  private tooLarge(): UpstreamError {
+    return tooLarge(this.host, this.maxBodyBytes, this.status);
+  }
 }
 
-function normalizeHeaders(
-  headers: Record<string, string | string[] | undefined>,
-): Record<string, string | undefined> {
+function passDeadline(call: UpstreamCall): void {
+  call.onDeadline();
+}
+
+/** Header names lower-cased (undici gives them so), a repeated header's values joined with ", ". */
+function normalizeHeaders(headers: IncomingHttpHeaders): Record<string, string | undefined> {
   const out: Record<string, string | undefined> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    const value = headers[name];
     if (value === undefined) continue;
     out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
   }

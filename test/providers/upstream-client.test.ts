@@ -188,6 +188,55 @@ describe('upstream client', () => {
     expect(hits).toBe(0);
   });
 
+  it('a call queued behind a busy connection still ends at its deadline, and is never sent', async () => {
+    let hits = 0;
+    const base = await startServer((_req, res) => {
+      hits += 1;
+      if (hits > 1) res.end('{}');
+      // The first call is never answered: it holds the one connection.
+    });
+    const pooled = client({ connections: 1 });
+    const first = failure(pooled.send(post(base), { timeoutMs: 1500 }));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const started = Date.now();
+    const queued = await failure(pooled.send(post(base), { timeoutMs: 200 }));
+    expect(queued.kind).toBe('timeout');
+    expect(Date.now() - started).toBeLessThan(200 + 300);
+    expect((await first).kind).toBe('timeout');
+    // Once the connection is free the queued call is dropped, not sent late.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(hits).toBe(1);
+  });
+
+  it('reads a body that arrives in many chunks whole, a character split between two of them included', async () => {
+    const text = JSON.stringify({ content: 'héllo wörld ✓ 𝄞'.repeat(200) });
+    const bytes = Buffer.from(text, 'utf8');
+    const base = await startServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'x-a': 'one' });
+      // Odd-sized pieces cut multi-byte characters in two; each flushed on its own.
+      let at = 0;
+      const step = () => {
+        if (at >= bytes.length) return res.end();
+        res.write(bytes.subarray(at, at + 7));
+        at += 7;
+        setImmediate(step);
+      };
+      step();
+    });
+    const response = await client().send(post(base), { timeoutMs: 5000 });
+    expect(response.bodyText).toBe(text);
+    expect(response.headers['x-a']).toBe('one');
+  });
+
+  it('joins the values of a repeated response header', async () => {
+    const base = await startServer((_req, res) => {
+      res.setHeader('x-upstream-note', ['first', 'second']);
+      res.end('{}');
+    });
+    const response = await client().send(post(base), { timeoutMs: 5000 });
+    expect(response.headers['x-upstream-note']).toBe('first, second');
+  });
+
   it('reuses kept-alive connections across calls', async () => {
     const ports = new Set<number>();
     const base = await startServer((req, res) => {
