@@ -22,6 +22,8 @@ declare module 'fastify' {
     finish: () => void;
     /** Called by a handler that takes over ending the slots (after its upstream call is settled). */
     enterHandler: () => void;
+    /** Whether the client closed the connection before the whole answer was written to it. */
+    clientGone: boolean;
     /** The provider a chat completion was routed to (undefined when refused before routing); for metrics. */
     provider: ProviderName | undefined;
   }
@@ -34,6 +36,8 @@ export interface ApiDeps {
   inFlight: InFlight;
   keyLimiter: KeyLimiter;
 }
+
+const noop = (): void => {};
 
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
@@ -65,28 +69,37 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.decorateRequest('finish', () => {});
   app.decorateRequest('enterHandler', () => {});
   app.decorateRequest('provider', undefined);
+  app.decorateRequest('clientGone', false);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: with the key in the cache and no shared rate limit (the usual
+  // case) authentication and admission finish synchronously, without a promise per step.
+  app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = Date.now();
     // A process-wide cap on requests in flight: past it, shed at once instead of queueing.
     const leaveProcess = deps.inFlight.tryEnter();
     if (!leaveProcess) {
-      throw new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
-        retryAfterSeconds: 1,
-      });
+      done(
+        new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
+          retryAfterSeconds: 1,
+        }),
+      );
+      return;
     }
-    let leaveKey: () => void = () => {};
+    let leaveKey: () => void = noop;
     request.finish = () => {
       leaveKey();
       leaveProcess();
     };
     // Ends the slots when the exchange ends without reaching the handler (errors, aborted uploads);
-    // a request in the handler ends them itself, once its upstream call is settled.
+    // a request in the handler ends them itself, once its upstream call is settled. The response's
+    // 'close' also tells the handler whether the client left before the answer was written.
     let inHandler = false;
     request.raw.once('close', () => {
       if (!inHandler) request.finish();
     });
-    reply.raw.once('close', () => {
+    const response = reply.raw;
+    response.once('close', () => {
+      if (!response.writableFinished) request.clientGone = true;
       if (!inHandler) request.finish();
     });
     request.enterHandler = () => {
@@ -94,8 +107,34 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     };
 
     // Auth runs before the body is read or parsed (DESIGN.md precedence: 401 before 400/413/415).
-    request.auth = await deps.authenticator.authenticate(request.headers.authorization);
-    leaveKey = await deps.keyLimiter.acquire(request.auth.keyId);
+    const admit = (auth: AuthContext): void => {
+      request.auth = auth;
+      let leave: (() => void) | Promise<() => void>;
+      try {
+        leave = deps.keyLimiter.acquire(auth.keyId);
+      } catch (err) {
+        done(err as Error);
+        return;
+      }
+      if (leave instanceof Promise) {
+        leave.then((l) => {
+          leaveKey = l;
+          done();
+        }, done);
+      } else {
+        leaveKey = leave;
+        done();
+      }
+    };
+    let auth: AuthContext | Promise<AuthContext>;
+    try {
+      auth = deps.authenticator.authenticate(request.headers.authorization);
+    } catch (err) {
+      done(err as Error);
+      return;
+    }
+    if (auth instanceof Promise) auth.then(admit, done);
+    else admit(auth);
   });
 
   app.post('/chat/completions', async (request, reply) => {
@@ -105,16 +144,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       const auth = requireAuth(request);
       const chatRequest = validateChatRequest(request.body);
       const idempotency = idempotencyOf(request);
-      let clientGone = false;
-      reply.raw.once('close', () => {
-        if (!reply.raw.writableFinished) clientGone = true;
-      });
       context = {
         requestId: newCompletionId(),
         accountId: auth.accountId,
         keyId: auth.keyId,
         startedAt: request.startedAt,
-        clientGone: () => clientGone,
+        clientGone: () => request.clientGone,
         ...(idempotency ? { idempotency } : {}),
       };
       const completion = await deps.gateway.complete(context, chatRequest);

@@ -42,7 +42,11 @@ export class Authenticator {
     return this.store.getApiKey(auth.accountId, auth.keyId);
   }
 
-  async authenticate(header: string | undefined): Promise<AuthContext> {
+  /**
+   * Synchronous when the key's record is cached (nearly every call: no promise to allocate and await),
+   * a promise when it has to be read from the store. Throws (synchronously) a missing or malformed key.
+   */
+  authenticate(header: string | undefined): AuthContext | Promise<AuthContext> {
     const match = header === undefined ? null : BEARER.exec(header);
     if (!match?.[1]) {
       throw new GatewayError(
@@ -54,14 +58,15 @@ export class Authenticator {
     if (!isWellFormedKey(token)) throw invalidKey();
     const hash = hashApiKey(token);
     const cached = this.cache.get(hash);
-    let record: KeyAuthRecord | undefined;
-    if (cached) {
-      record = cached.record;
-    } else {
-      const lookup = this.cache.lookupStart();
-      record = await this.store.findKeyByHash(hash);
+    if (cached) return this.admit(cached.record);
+    const lookup = this.cache.lookupStart();
+    return this.store.findKeyByHash(hash).then((record) => {
       this.cache.set(hash, record, lookup);
-    }
+      return this.admit(record);
+    });
+  }
+
+  private admit(record: KeyAuthRecord | undefined): AuthContext {
     if (!record || record.revoked || record.accountStatus !== 'active') throw invalidKey();
     this.touch(record.keyId);
     return { keyId: record.keyId, keyName: record.keyName, accountId: record.accountId };
