@@ -83,9 +83,16 @@ export class Gateway {
    * Serves one request. With an idempotency key, a repeat of an answered request returns the stored
    * answer (no upstream call, no charge); the answer is stored in the settle transaction itself.
    */
-  async complete(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
-    const idem = ctx.idempotency;
-    if (!idem) return this.serve(ctx, req);
+  complete(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
+    // Without a key, serve's own promise is returned as it is (an async wrapper would add turns).
+    return ctx.idempotency ? this.completeIdempotent(ctx, req, ctx.idempotency) : this.serve(ctx, req);
+  }
+
+  private async completeIdempotent(
+    ctx: RequestContext,
+    req: ChatRequest,
+    idem: NonNullable<RequestContext['idempotency']>,
+  ): Promise<ChatCompletion> {
     const now = this.now();
     const begun = await this.deps.idempotency.beginIdempotent({
       accountId: ctx.accountId,
@@ -150,7 +157,8 @@ export class Gateway {
 
   private async serve(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
     const { config, billing, registry, rotation } = this.deps;
-    const route = await resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+    const routed = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+    const route = routed instanceof Promise ? await routed : routed;
     ctx.provider = route.candidates[0]?.name;
     const plan: HoldPlanInput = {
       promptTokensBound: promptTokenUpperBound(req.messages),

@@ -23,12 +23,15 @@ export interface Route {
  * - `provider` set → that provider; a `model` beside it must be "auto", the provider's name or its model.
  * - provider name in `model` → that provider; model name in `model` → the provider serving it.
  * - `model` absent or "auto" → round-robin over the active auto providers, the next ones as failover.
+ *
+ * Synchronous for a named provider or model (refusals are thrown); a promise under automatic routing,
+ * whose rotation counter may be shared (Redis).
  */
-export async function resolveRoute(
+export function resolveRoute(
   req: RouteRequest,
   registry: ProviderRegistry,
   rotation: RotationCounter,
-): Promise<Route> {
+): Route | Promise<Route> {
   const { model, provider } = req;
   if (provider !== undefined) {
     if (!isProviderName(provider)) {

@@ -21,7 +21,8 @@ function registry(env: Record<string, string>, now = () => 0) {
   );
 }
 
-async function codeOf(fn: () => Promise<unknown>): Promise<string | undefined> {
+/** The code of the refusal, whether thrown at once (a named provider) or as a rejection (auto routing). */
+async function codeOf(fn: () => unknown): Promise<string | undefined> {
   try {
     await fn();
   } catch (e) {
