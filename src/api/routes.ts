@@ -86,7 +86,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       return;
     }
     let leaveKey: () => void = noop;
+    let finished = false;
     request.finish = () => {
+      finished = true;
       leaveKey();
       leaveProcess();
     };
@@ -119,6 +121,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       if (leave instanceof Promise) {
         leave.then((l) => {
           leaveKey = l;
+          // The exchange ended (the client left) while the shared limit was asked: end the slot now.
+          if (finished) l();
           done();
         }, done);
       } else {
