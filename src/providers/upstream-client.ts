@@ -91,15 +91,11 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
   function send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse> {
     const target = targetOf(req.url);
     if (target.invalid) return Promise.reject(new UpstreamError('connect', 'upstream URL is invalid'));
-    const signal = opts.signal;
-    if (signal?.aborted === true) {
+    if (opts.signal?.aborted === true) {
       return Promise.reject(toUpstreamError(new Error('aborted before the call'), target.host, opts, false));
     }
     return new Promise<UpstreamHttpResponse>((resolve, reject) => {
       const call = new UpstreamCall(target.host, maxBodyBytes, opts, resolve, reject);
-      // One deadline for the whole call (connect, headers, body): a timer cleared when the call ends.
-      call.timer = setTimeout(passDeadline, Math.max(1, opts.timeoutMs), call);
-      if (signal !== undefined) call.listenTo(signal);
       agentFor(opts.connectTimeoutMs ?? defaultConnectTimeoutMs).dispatch(
         {
           origin: target.origin,
@@ -211,8 +207,7 @@ function targetOf(url: string): Target {
  * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherdispatchoptions-handler
  */
 class UpstreamCall implements Dispatcher.DispatchHandler {
-  timer: NodeJS.Timeout | undefined;
-  private signal: AbortSignal | undefined;
+  private readonly timer: NodeJS.Timeout;
   private controller: Dispatcher.DispatchController | undefined;
   private ended = false;
   private failure: Error | undefined;
@@ -228,19 +223,19 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     private readonly opts: SendOptions,
     private readonly resolve: (response: UpstreamHttpResponse) => void,
     private readonly reject: (error: UpstreamError) => void,
-  ) {}
+  ) {
+    // One deadline for the whole call (connect, headers, body): a timer cleared when the call ends. A
+    // caller's signal has the call itself as its listener (`handleEvent`).
+    this.timer = setTimeout(passDeadline, Math.max(1, opts.timeoutMs), this);
+    opts.signal?.addEventListener('abort', this, { once: true });
+  }
 
   onDeadline(): void {
     this.deadlinePassed = true;
     this.fail(new Error('upstream deadline passed'));
   }
 
-  /** Ends the call when the caller's signal aborts (the call is the listener: see `handleEvent`). */
-  listenTo(signal: AbortSignal): void {
-    this.signal = signal;
-    signal.addEventListener('abort', this, { once: true });
-  }
-
+  /** The caller's signal aborted. */
   handleEvent(): void {
     this.fail(new Error('upstream call aborted by the caller'));
   }
@@ -309,7 +304,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private end(): void {
     this.ended = true;
     clearTimeout(this.timer);
-    this.signal?.removeEventListener('abort', this);
+    this.opts.signal?.removeEventListener('abort', this);
     this.chunks = [];
   }
 
