@@ -254,7 +254,15 @@ describe('faults under load (private PostgreSQL and Redis)', () => {
     expect(ready.status).toBe(200);
     expect(ready.body).toMatchObject({ database: 'ok', redis: 'unavailable' });
     // Logged once per instance, not per request.
-    for (const n of countLogs(/^Redis unavailable/)) expect(n).toBe(1);
+    // On failure the message shows each instance's Redis lines (time, message, reason) in order.
+    const redisLines = cluster.instances.map((i) =>
+      logLines(i)
+        .filter((l) => typeof l.msg === 'string' && /^Redis /.test(l.msg))
+        .map((l) => `${String(l.time)} ${String(l.msg).slice(0, 30)} ${String(l.reason ?? '')}`),
+    );
+    countLogs(/^Redis unavailable/).forEach((n, i) => {
+      expect(n, `Redis stopped at ${redisStoppedAt}; instance ${i}: ${redisLines[i]?.join(' | ')}`).toBe(1);
+    });
 
     // Redis comes back: the instances reconnect by themselves and share the rotation again.
     await redis.start();
