@@ -84,8 +84,7 @@ export class RedisLink {
       const result = await fn(this.client);
       this.timeoutsInARow = 0;
       // A reply that was already on its way when the connection dropped says nothing about Redis now:
-      // only a success on a live connection ends an outage (after a run of timeouts, say), else a killed
-      // Redis would read as "restored" and then "unavailable" a second time.
+      // only a success on a live connection ends an outage (after a run of timeouts, say).
       if (this.client.status === 'ready') this.markUp();
       return result;
     } catch (err) {
