@@ -383,8 +383,6 @@ export class KyselyStore implements Store {
           owner: input.owner,
           created_at: input.createdAt,
           expires_at: input.expiresAt,
-          closed_at: null,
-          close_reason: null,
         })
         .execute();
       return { ok: true as const, balanceNano };
@@ -403,7 +401,7 @@ export class KyselyStore implements Store {
       if (done) return { balanceNano: done.balanceNano, chargedNano: input.costNano, shortfallNano: 0 };
     }
     return this.db.transaction().execute(async (trx) => {
-      const held = (await this.closeHold(trx, input.holdId, input.accountId, 'settled')) ?? 0;
+      const held = (await this.closeHold(trx, input.holdId, input.accountId)) ?? 0;
       const balance = await this.lockAccount(trx, input.accountId);
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       // Charge from the hold first, then from the balance as far as it goes; never below zero.
@@ -453,7 +451,7 @@ export class KyselyStore implements Store {
 
   private releaseGeneric(input: ReleaseInput): Promise<{ balanceNano: number }> {
     return this.db.transaction().execute(async (trx) => {
-      const held = (await this.closeHold(trx, input.holdId, input.accountId, 'released')) ?? 0;
+      const held = (await this.closeHold(trx, input.holdId, input.accountId)) ?? 0;
       const balance = await this.lockAccount(trx, input.accountId);
       if (balance === undefined) throw new Error(`no account ${input.accountId}`);
       const next = balance + held;
@@ -478,17 +476,16 @@ export class KyselyStore implements Store {
   async releaseHolds(
     filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
   ): Promise<number> {
-    let query = this.db.selectFrom('holds').select(['id', 'account_id']).where('closed_at', 'is', null);
+    let query = this.db.selectFrom('holds').select(['id', 'account_id']);
     if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
     if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
     const open = await query.execute();
-    const reason = filter.kind === 'expired' ? 'expired' : 'abandoned';
     // One short transaction per hold (hold row, then account row, the order settle uses too): sweepers of
     // several instances and the settles they race never wait on each other in a cycle.
     let released = 0;
     for (const hold of open) {
       const closed = await this.db.transaction().execute(async (trx) => {
-        const amount = await this.closeHold(trx, hold.id, hold.account_id, reason);
+        const amount = await this.closeHold(trx, hold.id, hold.account_id);
         if (amount === undefined) return false;
         if (amount > 0) {
           await trx
@@ -509,7 +506,6 @@ export class KyselyStore implements Store {
       .selectFrom('holds')
       .select((eb) => eb.fn.sum<string | number | null>('amount_nano').as('total'))
       .where('account_id', '=', accountId)
-      .where('closed_at', 'is', null)
       .executeTakeFirst();
     return sumOf(row?.total);
   }
@@ -521,7 +517,6 @@ export class KyselyStore implements Store {
         eb.fn.countAll<string | number>().as('count'),
         eb.fn.sum<string | number | null>('amount_nano').as('total'),
       ])
-      .where('closed_at', 'is', null)
       .executeTakeFirst();
     return { count: sumOf(row?.count), amountNano: sumOf(row?.total) };
   }
@@ -543,7 +538,6 @@ export class KyselyStore implements Store {
       const holds = await trx
         .selectFrom('holds')
         .select(['account_id', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
-        .where('closed_at', 'is', null)
         .groupBy('account_id')
         .execute();
       const duplicates = await trx
@@ -702,10 +696,6 @@ export class KyselyStore implements Store {
     return row ? toNumber(row.balance_nano) : undefined;
   }
 
-  /**
-   * Closes an open hold and returns its amount; undefined when it was already closed (e.g. released by
-   * the expiry sweeper, or by another instance's), so its money is never returned twice.
-   */
   /** An account's balance and status (for wording a refused hold). */
   private accountState(db: Kysely<Database> | Transaction<Database>, accountId: string) {
     return db
@@ -715,27 +705,24 @@ export class KyselyStore implements Store {
       .executeTakeFirst();
   }
 
+  /**
+   * Closes an open hold — deletes its row — and returns its amount; undefined when it was already closed
+   * (e.g. released by the expiry sweeper, or by another instance's), so its money is never returned twice.
+   */
   private async closeHold(
     trx: Transaction<Database>,
     holdId: string,
     accountId: string,
-    reason: string,
   ): Promise<number | undefined> {
     const hold = await trx
       .selectFrom('holds')
       .select(['amount_nano'])
       .where('id', '=', holdId)
       .where('account_id', '=', accountId)
-      .where('closed_at', 'is', null)
       .executeTakeFirst();
     if (!hold) return undefined;
-    // The update re-checks `closed_at` under the row lock: of two closers racing, one wins.
-    const closed = await trx
-      .updateTable('holds')
-      .set({ closed_at: this.now(), close_reason: reason })
-      .where('id', '=', holdId)
-      .where('closed_at', 'is', null)
-      .executeTakeFirst();
-    return Number(closed.numUpdatedRows) === 1 ? toNumber(hold.amount_nano) : undefined;
+    // The delete is the check under the row lock: of two closers racing, one deletes the row.
+    const closed = await trx.deleteFrom('holds').where('id', '=', holdId).executeTakeFirst();
+    return Number(closed.numDeletedRows) === 1 ? toNumber(hold.amount_nano) : undefined;
   }
 }

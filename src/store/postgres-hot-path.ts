@@ -31,9 +31,9 @@ export async function placeHoldAtOnce(
        where id = ${input.accountId}::text and status = 'active' and balance_nano >= ${input.amountNano}::bigint
        returning balance_nano
     ), hold as (
-      insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
+      insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
       select ${input.holdId}::text, ${input.accountId}::text, ${input.requestId}::text, ${input.amountNano}::bigint,
-             ${input.owner}::text, ${input.createdAt}::bigint, ${input.expiresAt}::bigint, null, null
+             ${input.owner}::text, ${input.createdAt}::bigint, ${input.expiresAt}::bigint
         from charged
     )
     select balance_nano from charged`.execute(db);
@@ -58,9 +58,9 @@ export async function settleCoveredAtOnce(
   // The account exists whenever its hold does (foreign key), so `settled` has a row exactly when `hold` has.
   const { rows } = await sql<{ balance_nano: string | number }>`
     with hold as (
-      update holds set closed_at = ${now}::bigint, close_reason = 'settled'
+      delete from holds
        where id = ${input.holdId}::text and account_id = ${input.accountId}::text
-         and closed_at is null and amount_nano >= ${cost}::bigint
+         and amount_nano >= ${cost}::bigint
        returning amount_nano
     ), settled as (
       update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - ${cost}::bigint

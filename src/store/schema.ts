@@ -28,6 +28,10 @@ export interface ApiKeysTable {
   revoked_at: BigIntColumn | null;
 }
 
+/**
+ * The reservation of a call in flight (DESIGN.md "Holds"). Settling or releasing the call deletes it: the
+ * table holds open holds only, so their sum is a read of a few rows however many calls were ever made.
+ */
 export interface HoldsTable {
   id: string;
   account_id: string;
@@ -36,10 +40,6 @@ export interface HoldsTable {
   owner: string;
   created_at: BigIntColumn;
   expires_at: BigIntColumn;
-  /** Null while the hold is open. */
-  closed_at: BigIntColumn | null;
-  /** settled | released | expired | abandoned */
-  close_reason: string | null;
 }
 
 export interface LedgerTable {

@@ -171,10 +171,15 @@ export class SqliteHotPath {
     return { ok: true, balanceNano: this.balanceOf(input.accountId) };
   }
 
-  /** Closes an open hold, returning its amount; 0 when it was already closed (never returned twice). */
-  private closeHold(holdId: string, accountId: string, reason: string): number {
-    if (this.stmt.closeHold.run(this.now(), reason, holdId, accountId).changes === 0) return 0;
-    return toNumber(this.stmt.holdAmount.get(holdId) as number);
+  /**
+   * Closes an open hold — deletes its row — and returns its amount; 0 when it was already closed (its
+   * money is never returned twice).
+   */
+  private closeHold(holdId: string, accountId: string): number {
+    const amount = this.stmt.holdAmount.get(holdId, accountId) as number | undefined;
+    if (amount === undefined) return 0;
+    this.stmt.deleteHold.run(holdId);
+    return toNumber(amount);
   }
 
   private balanceOf(accountId: string): number {
@@ -190,7 +195,7 @@ export class SqliteHotPath {
   }
 
   private settleInTx(input: SettleInput): SettleResult {
-    const held = this.closeHold(input.holdId, input.accountId, 'settled');
+    const held = this.closeHold(input.holdId, input.accountId);
     // Charge from the hold first, then from the balance as far as it goes; never below zero.
     let chargedNano: number;
     let next: number;
@@ -228,7 +233,7 @@ export class SqliteHotPath {
   }
 
   private releaseInTx(input: ReleaseInput): { balanceNano: number } {
-    const held = this.closeHold(input.holdId, input.accountId, 'released');
+    const held = this.closeHold(input.holdId, input.accountId);
     const next = held > 0 ? this.addToBalance(input.accountId, held) : this.balanceOf(input.accountId);
     if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0));
     return { balanceNano: next };
@@ -256,14 +261,11 @@ function prepareAll(db: SQLite.Database) {
     ),
     accountState: db.prepare('select balance_nano, status from accounts where id = ?'),
     insertHold: db.prepare(
-      `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
-       values (?, ?, ?, ?, ?, ?, ?, null, null)`,
+      `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
+       values (?, ?, ?, ?, ?, ?, ?)`,
     ),
-    closeHold: db.prepare(
-      `update holds set closed_at = ?, close_reason = ?
-        where id = ? and account_id = ? and closed_at is null`,
-    ),
-    holdAmount: db.prepare('select amount_nano from holds where id = ?').pluck(),
+    holdAmount: db.prepare('select amount_nano from holds where id = ? and account_id = ?').pluck(),
+    deleteHold: db.prepare('delete from holds where id = ?'),
     balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
     setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
     addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),

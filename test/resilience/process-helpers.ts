@@ -134,8 +134,9 @@ export function openReadOnly(dbFile: string): Database.Database {
   return new Database(dbFile, { readonly: true, fileMustExist: true });
 }
 
+/** The holds table keeps open holds only: a closed hold's row is deleted. */
 export function openHolds(db: Database.Database): { id: string; expires_at: number }[] {
-  return db.prepare('SELECT id, expires_at FROM holds WHERE closed_at IS NULL').all() as {
+  return db.prepare('SELECT id, expires_at FROM holds').all() as {
     id: string;
     expires_at: number;
   }[];

@@ -82,15 +82,14 @@ describe('group commit', () => {
         n: number;
         s: number;
       };
-      const open19 = raw.prepare("select closed_at from holds where id = 'hold_19'").get() as {
-        closed_at: number | null;
-      };
+      const holdsLeft = raw.prepare('select id from holds').pluck().all();
       const balance = raw.prepare('select balance_nano from accounts where id = ?').get(a) as {
         balance_nano: number;
       };
       expect(usageRows.n).toBe(19);
       expect(charges).toEqual({ n: 19, s: 1_900 });
-      expect(open19.closed_at).toBeNull(); // the failed settle closed nothing
+      // The 19 settled holds are deleted; the failed settle closed nothing.
+      expect(holdsLeft).toEqual(['hold_19']);
       expect(balance.balance_nano).toBe(100_000 - 19 * 100 - 1_000); // hold_19 still held
     } finally {
       raw.close();

@@ -2,8 +2,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { type Kysely, Migrator, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
+import { migrationProvider } from '../../src/store/migrations.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 import { fundedAccount, usageRow } from './store-fixtures.js';
@@ -141,6 +143,90 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect(await store.openHoldsNano(id)).toBe(100);
     expect(await store.releaseHolds({ kind: 'all' })).toBe(1);
     expect((await store.getAccount(id))?.balanceNano).toBe(10_000);
+  });
+
+  it('a closed hold leaves no row: settle, release, the sweeper and a refused settle each end with the table as it should be', async () => {
+    const id = await fundedAccount(store, 10_000);
+    const rows = async () =>
+      (await db.query<{ id: string }>('select id from holds order by id')).map((r) => r.id);
+    for (const h of ['h1', 'h2', 'h3', 'h4']) await store.placeHold(hold(id, h, 100));
+    await store.placeHold(hold(id, 'h5', 100, Date.now() - 1));
+    expect(await rows()).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
+    await store.settle({ holdId: 'h1', accountId: id, costNano: 40, usage: usageRow(id, 'r1') });
+    await store.release({ holdId: 'h2', accountId: id, usage: null });
+    expect(await store.releaseHolds({ kind: 'expired', now: Date.now() })).toBe(1);
+    // A settle that fails (its request id was already settled) deletes nothing.
+    await expect(
+      store.settle({ holdId: 'h3', accountId: id, costNano: 40, usage: usageRow(id, 'r1') }),
+    ).rejects.toThrow();
+    expect(await rows()).toEqual(['h3', 'h4']);
+    expect(await store.openHoldsTotal()).toEqual({ count: 2, amountNano: 200 });
+    expect((await store.getAccount(id))?.balanceNano).toBe(10_000 - 40 - 200);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
+  it('migration 0005 carries the open holds of an older database over and drops the closed ones', async () => {
+    // A database migrated only up to 0004, with holds as that schema kept them.
+    const olderDb = await createTestDatabase(dir, 'older.sqlite');
+    const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
+    extraStores.push(older);
+    try {
+      const kysely = (older as unknown as { kysely: Kysely<unknown> }).kysely;
+      let migrationTableSchema: string | undefined;
+      if (TEST_DIALECT === 'postgres') {
+        const found = await sql<{ schema: string }>`select current_schema() as schema`.execute(kysely);
+        migrationTableSchema = found.rows[0]?.schema;
+      }
+      const migrator = new Migrator({
+        db: kysely,
+        provider: migrationProvider,
+        ...(migrationTableSchema ? { migrationTableSchema } : {}),
+      });
+      const to0004 = await migrator.migrateTo('0004_open_hold_indexes');
+      expect(to0004.error).toBeUndefined();
+      const id = await fundedAccount(older, 1_000);
+      const insert = (hid: string, amount: number, closedAt: number | null, reason: string | null) =>
+        olderDb.query(
+          `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, closed_at, close_reason)
+           values (?, ?, ?, ?, 'inst_a', 1000, 2000, ?, ?)`,
+          [hid, id, `req-${hid}`, amount, closedAt, reason],
+        );
+      await insert('open1', 100, null, null);
+      await insert('done1', 200, 1500, 'settled');
+      await insert('open2', 300, null, null);
+      await insert('done2', 400, 1600, 'expired');
+
+      await older.migrate();
+
+      expect(
+        await olderDb.query(
+          'select id, account_id, request_id, amount_nano, owner, created_at, expires_at from holds order by id',
+        ),
+      ).toEqual(
+        ['open1', 'open2'].map((hid, i) => ({
+          id: hid,
+          account_id: id,
+          request_id: `req-${hid}`,
+          amount_nano: i === 0 ? 100 : 300,
+          owner: 'inst_a',
+          created_at: 1000,
+          expires_at: 2000,
+        })),
+      );
+      expect(await older.openHoldsNano(id)).toBe(400);
+      // The open holds are released as before; the table takes new holds.
+      expect(await older.releaseHolds({ kind: 'expired', now: 3000 })).toBe(2);
+      expect((await older.placeHold(hold(id, 'h1', 100))).ok).toBe(true);
+      expect(await older.openHoldsTotal()).toEqual({ count: 1, amountNano: 100 });
+      if (TEST_DIALECT === 'sqlite') {
+        const [table] = await olderDb.query<{ sql: string }>(
+          "select sql from sqlite_master where name = 'holds'",
+        );
+        expect(table?.sql).toMatch(/without rowid/i);
+      }
+    } finally {
+      await olderDb.drop();
+    }
   });
 
   it('ledger check reports an account whose balance was changed outside the ledger', async () => {
