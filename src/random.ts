@@ -78,7 +78,18 @@ export class PerMillisecond {
   }
 }
 
-const timeHex = new PerMillisecond((ms) => ms.toString(16).padStart(12, '0'));
+/**
+ * `ms.toString(radix)` with `ms` split in two parts below 2^31 first: V8 writes a small integer's digits
+ * directly, but a larger number's with floating-point `fmod` per digit (~250 instructions each).
+ */
+export function timeToString(ms: number, radix: 16 | 36): string {
+  const unit = radix === 16 ? 0x1000000 : 1_679_616; // 16^6, 36^4
+  const high = Math.floor(ms / unit);
+  const low = (ms - high * unit).toString(radix).padStart(radix === 16 ? 6 : 4, '0');
+  return high === 0 ? low.replace(/^0+(?=.)/, '') : high.toString(radix) + low;
+}
+
+const timeHex = new PerMillisecond((ms) => timeToString(ms, 16).padStart(12, '0'));
 const time62 = new PerMillisecond((ms) => {
   let t = ms;
   let text = '';

@@ -5,7 +5,7 @@ import { type ApiDeps, apiRoutes } from '../api/routes.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { errorBody, GatewayError } from '../errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { PerMillisecond } from '../random.js';
+import { PerMillisecond, timeToString } from '../random.js';
 import { VERSION } from '../version.js';
 import { dashboardStatic } from './dashboard-static.js';
 import { lazyChildLoggerFactory } from './lazy-child-logger.js';
@@ -27,7 +27,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 /** Fastify app assembly: body limit, request ids, the one error → HTTP mapping, routes. */
 export function buildApp(deps: AppDeps): FastifyInstance {
   let counter = 0;
-  const time36 = new PerMillisecond((ms) => ms.toString(36));
+  const time36 = new PerMillisecond((ms) => timeToString(ms, 36));
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: deps.config.bodyLimitBytes,

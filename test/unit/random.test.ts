@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { newCompletionId } from '../../src/gateway/ids.js';
-import { randomAlnum, randomHex, timeOrderedAlnum, timeOrderedHex } from '../../src/random.js';
+import { randomAlnum, randomHex, timeOrderedAlnum, timeOrderedHex, timeToString } from '../../src/random.js';
 
 describe('pooled random ids', () => {
   it('randomHex gives the asked length, across many pool refills, never repeating', () => {
@@ -48,5 +48,16 @@ describe('time-ordered ids', () => {
     const before = Date.now().toString(16).padStart(12, '0');
     const id = timeOrderedHex(6);
     expect(id.slice(0, 12) >= before).toBe(true);
+  });
+});
+
+describe('timeToString', () => {
+  it('writes a time in base 16 and 36 exactly as Number#toString does', () => {
+    const samples = [0, 1, 35, 36, 1_679_615, 1_679_616, 0xffffff, 0x1000000, 0x1000001, Date.now()];
+    for (let i = 0; i < 5_000; i++) samples.push(Math.floor(Math.random() * 2 ** 48));
+    for (const ms of samples) {
+      expect(timeToString(ms, 16)).toBe(ms.toString(16));
+      expect(timeToString(ms, 36)).toBe(ms.toString(36));
+    }
   });
 });
