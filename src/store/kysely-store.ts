@@ -146,7 +146,8 @@ export class KyselyStore implements Store {
     return this.db;
   }
 
-  async migrate(): Promise<void> {
+  /** Applies every migration, or those up to and including `target` (a migration's name). */
+  async migrate(target?: string): Promise<void> {
     const db = this.openMigrationDb?.() ?? this.db;
     try {
       // On PostgreSQL the migrator's own tables live in the schema the connection works in (the first of
@@ -165,7 +166,8 @@ export class KyselyStore implements Store {
         provider: migrationProvider,
         ...(migrationTableSchema ? { migrationTableSchema } : {}),
       });
-      const { error, results } = await migrator.migrateToLatest();
+      const { error, results } =
+        target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
       const failed = results?.find((r) => r.status === 'Error');
       if (error || failed) {
         const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);

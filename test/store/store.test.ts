@@ -2,10 +2,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { type Kysely, Migrator, sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
-import { migrationProvider } from '../../src/store/migrations.js';
+import type { KyselyStore } from '../../src/store/kysely-store.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 import { fundedAccount, usageRow } from './store-fixtures.js';
@@ -171,19 +170,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
     extraStores.push(older);
     try {
-      const kysely = (older as unknown as { kysely: Kysely<unknown> }).kysely;
-      let migrationTableSchema: string | undefined;
-      if (TEST_DIALECT === 'postgres') {
-        const found = await sql<{ schema: string }>`select current_schema() as schema`.execute(kysely);
-        migrationTableSchema = found.rows[0]?.schema;
-      }
-      const migrator = new Migrator({
-        db: kysely,
-        provider: migrationProvider,
-        ...(migrationTableSchema ? { migrationTableSchema } : {}),
-      });
-      const to0004 = await migrator.migrateTo('0004_open_hold_indexes');
-      expect(to0004.error).toBeUndefined();
+      await (older as KyselyStore).migrate('0004_open_hold_indexes');
       const id = await fundedAccount(older, 1_000);
       const insert = (hid: string, amount: number, closedAt: number | null, reason: string | null) =>
         olderDb.query(
