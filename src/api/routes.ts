@@ -39,6 +39,18 @@ export interface ApiDeps {
 
 const noop = (): void => {};
 
+/**
+ * A body as JSON in UTF-8, encoded in one pass into a buffer large enough for any text (3 bytes per UTF-16
+ * unit at most). Sent as a string, it is measured for Content-Length (`Buffer.byteLength`) and encoded
+ * again on the socket, after Node copies the headers in front of it: two passes over a body that is
+ * two-byte text whenever the model wrote a non-ASCII character (docs/performance.md "Seventh round").
+ */
+function jsonBytes(value: unknown): Buffer {
+  const text = JSON.stringify(value);
+  const buffer = Buffer.allocUnsafe(text.length * 3);
+  return buffer.subarray(0, buffer.write(text));
+}
+
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 function requireAuth(request: FastifyRequest): AuthContext {
@@ -160,7 +172,10 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       // Set before send: the metrics onResponse hook may run before `finally` does.
       request.provider = context.provider;
       if (completion.replayed) reply.header('idempotent-replayed', 'true');
-      return reply.code(200).send(chatCompletionBody(completion));
+      return reply
+        .code(200)
+        .type('application/json; charset=utf-8')
+        .send(jsonBytes(chatCompletionBody(completion)));
     } finally {
       request.provider = context?.provider;
       request.finish();

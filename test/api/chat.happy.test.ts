@@ -64,6 +64,29 @@ describe('POST /api/v1/chat/completions — success', () => {
     expect(res.headers['x-request-id']).toBeTruthy();
   });
 
+  it('sends the body as JSON in UTF-8 with its exact byte length, non-ASCII text included', async () => {
+    const res = await h.server.app.inject({
+      method: 'POST',
+      url: '/api/v1/chat/completions',
+      headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({
+        ...hello,
+        provider: 'prov-deepseek',
+        messages: [{ role: 'user', content: 'Grüße, 東京 🚀' }],
+      }),
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+    expect(Number(res.headers['content-length'])).toBe(res.rawPayload.length);
+    const body = JSON.parse(res.rawPayload.toString('utf8')) as Body;
+    // The simulator echoes words of the prompt and writes an ellipsis: characters of one, two, three and
+    // four bytes in UTF-8, all of which must come back whole.
+    const content = body.choices[0]?.message.content ?? '';
+    expect(content).toContain('…');
+    expect(content).toMatch(/Grüße|東京|🚀/);
+    expect(Buffer.byteLength(JSON.stringify(body))).toBe(res.rawPayload.length);
+  });
+
   it('writes one usage row per request and keeps the ledger invariant', async () => {
     const res = await h.chat({ ...hello, provider: 'prov-qwen' });
     expect(res.status).toBe(200);
