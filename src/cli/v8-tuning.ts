@@ -14,19 +14,14 @@ import { setFlagsFromString } from 'node:v8';
  */
 export const V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring'];
 
+/** A V8 flag's name without `--`, `--no-` or a value, spelt with dashes (V8 accepts underscores too). */
+function flagName(arg: string): string {
+  return (arg.replace(/^--(no-)?/, '').split('=')[0] ?? '').replaceAll('_', '-');
+}
+
 /** The flags of {@link V8_FLAGS} that node was not already given on its command line, one way or the other. */
 export function flagsToSet(execArgv: readonly string[]): string[] {
-  return V8_FLAGS.filter((flag) => {
-    const name = flag.replace(/^--(no-)?/, '');
-    // `--allocation-site-pretenuring`, `--no-allocation-site-pretenuring`, `--allocation_site_pretenuring`…
-    return !execArgv.some(
-      (arg) =>
-        arg
-          .replace(/^--(no-)?/, '')
-          .replaceAll('_', '-')
-          .split('=')[0] === name,
-    );
-  });
+  return V8_FLAGS.filter((flag) => !execArgv.some((arg) => flagName(arg) === flagName(flag)));
 }
 
 /** Sets the flags of {@link V8_FLAGS} the operator did not set explicitly; returns the ones it set. */
