@@ -53,6 +53,10 @@ const flags = readFlags('npm run bench:scaling --', {
   keys: { type: 'string', help: 'keys the requests are spread over (default 1000)' },
   connections: { type: 'string', help: 'closed-loop connections (default 50)' },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  env: {
+    type: 'string',
+    help: "Tollgate's extra environment, e.g. NODE_OPTIONS=--max-semi-space-size=8",
+  },
 });
 
 const options = {
@@ -64,6 +68,7 @@ const options = {
   maxPrompt: parseSize(flags.string('max-prompt') ?? '1MiB'),
   maxAccounts: parseSize(flags.string('max-accounts') ?? '1000000'),
   maxUsage: parseSize(flags.string('max-usage') ?? '10000000'),
+  tollgateEnv: flags.env('env'),
 };
 const parts = flags.list('only') ?? ['prompt', 'accounts', 'usage'];
 
@@ -193,7 +198,10 @@ async function promptSizes(pinning: Pinning): Promise<PromptRow[]> {
         dir: temp.dir,
         pgAdminUrl: '',
         messages,
-        tollgateEnv: { BODY_LIMIT_BYTES: String(Math.max(4 * 1024 * 1024, 2 * bytes + 64 * 1024)) },
+        tollgateEnv: {
+          ...options.tollgateEnv,
+          BODY_LIMIT_BYTES: String(Math.max(4 * 1024 * 1024, 2 * bytes + 64 * 1024)),
+        },
       };
       log(`prompt ${kb(bytes)} (${messages.length} messages): bare proxy`);
       const bare = await measureC50(pinning, () => startBareTarget(ctx));
@@ -246,7 +254,7 @@ async function accountCounts(pinning: Pinning): Promise<DataRow[]> {
       log(`accounts ${count.toLocaleString('en-US')}: bulk insert`);
       const bulk = bulkAccounts(file, count, { sample: options.keys, progress: (l) => log(`  ${l}`) });
       log(`accounts ${count.toLocaleString('en-US')}: inserted in ${bulk.seconds.toFixed(1)} s; measuring`);
-      const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '' };
+      const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '', tollgateEnv: options.tollgateEnv };
       const tollgate = await measureC50(pinning, () =>
         startTollgate(ctx, { name: 'sqlite', databaseUrl: url, keys: bulk.sampleKeys }),
       );
@@ -281,7 +289,7 @@ async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
         seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
       }
       log(`usage ${count.toLocaleString('en-US')}: inserted in ${seconds.toFixed(1)} s; measuring`);
-      const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '' };
+      const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '', tollgateEnv: options.tollgateEnv };
       const tollgate = await measureC50(pinning, () =>
         startTollgate(ctx, { name: 'sqlite', databaseUrl: url, keys: bulk.sampleKeys }),
       );

@@ -25,6 +25,10 @@ const flags = readFlags('npm run bench:soak --', {
   segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
   tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  env: {
+    type: 'string',
+    help: "Tollgate's extra environment, e.g. NODE_OPTIONS=--max-semi-space-size=8",
+  },
 });
 
 const durationSec = flags.number('duration', 300);
@@ -35,6 +39,7 @@ const options = {
   segmentSec: Math.max(1, flags.number('segment', 30)),
   tolerancePercent: flags.number('tolerance', 10),
   rate: flags.string('rate') === undefined ? undefined : flags.number('rate', 0),
+  tollgateEnv: flags.env('env'),
 };
 
 const startedAt = new Date();
@@ -59,7 +64,12 @@ async function main(): Promise<void> {
   let target: RunningTarget | undefined;
   let sampler: NodeJS.Timeout | undefined;
   try {
-    target = await startTarget('sqlite', { pinning, dir: temp.dir, pgAdminUrl: '' });
+    target = await startTarget('sqlite', {
+      pinning,
+      dir: temp.dir,
+      pgAdminUrl: '',
+      ...(options.tollgateEnv ? { tollgateEnv: options.tollgateEnv } : {}),
+    });
     const { pid, request } = target;
 
     let rate = options.rate;
