@@ -68,7 +68,7 @@ async function main(): Promise<void> {
       pinning,
       dir: temp.dir,
       pgAdminUrl: '',
-      ...(options.tollgateEnv ? { tollgateEnv: options.tollgateEnv } : {}),
+      tollgateEnv: options.tollgateEnv,
     });
     const { pid, request } = target;
 
