@@ -52,8 +52,13 @@ export interface Config {
   readonly requestTimeoutMs: number;
   /** A hold outlives its request's deadline by this much before the sweeper may release it. */
   readonly holdGraceMs: number;
-  /** How often expired holds are released. */
+  /** How often expired holds (and, on PostgreSQL, those of instances gone silent) are released. */
   readonly holdSweepIntervalMs: number;
+  /**
+   * PostgreSQL: an instance silent this long is taken for gone and its holds are released; each instance
+   * says it is alive every sixth of it.
+   */
+  readonly instanceTimeoutMs: number;
   /** Smallest completion cap worth serving when a low balance cannot cover a provider's default cap. */
   readonly minCompletionTokens: number;
   /** How long a key lookup may be served from the in-process cache (revocation latency bound). */

@@ -257,6 +257,7 @@ export function loadConfig(
     requestTimeoutMs,
     holdGraceMs: r.int('HOLD_GRACE_MS', 60_000, 0, 86_400_000),
     holdSweepIntervalMs: r.int('HOLD_SWEEP_INTERVAL_MS', 30_000, 100, 3_600_000),
+    instanceTimeoutMs: r.int('INSTANCE_TIMEOUT_MS', 30_000, 600, 3_600_000),
     minCompletionTokens: r.int('MIN_COMPLETION_TOKENS', 16, 1, 1_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_MS', 1000, 0, 1000),
     maxConcurrentRequests: r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000),

@@ -112,12 +112,27 @@ export async function createServer(config: Config, options: ServerOptions = {}):
 
   // Holds are owned by the process that placed them. On the embedded SQLite store only one server runs
   // against the file, so every hold still open at start belongs to a process that is gone. On PostgreSQL
-  // other instances may be serving: only expired holds are released, here and by the sweeper.
+  // other instances may be serving: each says it is alive every sixth of INSTANCE_TIMEOUT_MS, and the
+  // holds of one silent for longer are released, as are expired holds, here and by the sweeper.
+  const shared = store.dialect === 'postgres';
+  if (shared) await store.markInstanceAlive(instanceId, now());
   const released =
     store.dialect === 'sqlite'
       ? await store.releaseHolds({ kind: 'all' })
-      : await store.releaseHolds({ kind: 'expired', now: now() });
+      : await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs);
   if (released > 0) logger.warn({ released }, 'released holds left open by a previous process');
+  const heartbeat = shared
+    ? setInterval(
+        () => {
+          store.markInstanceAlive(instanceId, now()).catch((err: unknown) => {
+            if (!(err instanceof DatabaseUnavailableError))
+              logger.error({ err }, 'instance heartbeat failed');
+          });
+        },
+        Math.floor(config.instanceTimeoutMs / 6),
+      )
+    : undefined;
+  heartbeat?.unref();
 
   // The gauges read the registry, the in-flight counter and the store when scraped, not before.
   const metrics = config.metricsEnabled
@@ -220,10 +235,13 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
 
   const sweeper = setInterval(() => {
-    store
-      .releaseHolds({ kind: 'expired', now: now() })
+    const sweep = shared
+      ? releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs)
+      : store.releaseHolds({ kind: 'expired', now: now() });
+    sweep
       .then((n: number) => {
-        if (n > 0) logger.warn({ released: n }, 'released expired holds');
+        if (n > 0)
+          logger.warn({ released: n }, 'released holds of expired calls or of instances gone silent');
         return store.purgeIdempotency(now());
       })
       .catch((err: unknown) => {
@@ -254,11 +272,13 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     },
     /**
      * Graceful stop: no new connections; requests in flight finish and settle (bounded by
-     * SHUTDOWN_DRAIN_MS, after which connections are cut — calls still running then are settled if
-     * they finish before the store closes, else their holds are released at the next start).
+     * SHUTDOWN_DRAIN_MS, after which client connections are cut — the upstream calls still running then
+     * go on to their answer or their deadline and are settled; any hold still open after that is
+     * released before the store closes).
      */
     async close() {
       clearInterval(sweeper);
+      clearInterval(heartbeat);
       const drainEnds = now() + config.shutdownDrainMs;
       const closed = app.close();
       if (!(await settlesWithin(closed, config.shutdownDrainMs))) {
@@ -268,14 +288,47 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       await closed;
       // Handlers whose client left go on to settle their upstream call: wait for them too.
       if (!(await settlesWithin(inFlight.idle(), Math.max(0, drainEnds - now())))) {
-        logger.warn({ inFlight: inFlight.size }, 'requests still unsettled at shutdown; their holds expire');
+        logger.warn(
+          { inFlight: inFlight.size },
+          'requests still unsettled at shutdown: waiting for their upstream calls',
+        );
       }
+      // Closing the upstream pools waits for the calls still running (each ends by its deadline at the
+      // latest); those that got an answer then settle, billed from their holds, before the store closes.
       await upstream.close?.();
+      if (!(await settlesWithin(inFlight.idle(), SETTLE_AFTER_UPSTREAM_MS))) {
+        logger.warn({ inFlight: inFlight.size }, 'requests still unsettled after their upstream calls ended');
+      }
       await cluster.close();
+      // Whatever this process still holds now belongs to no call that can settle: it goes back to the
+      // balances here, instead of at the next start (SQLite) or another instance's sweep (PostgreSQL).
+      try {
+        const left = await store.releaseHolds({ kind: 'owned_by', owner: instanceId });
+        if (left > 0)
+          logger.warn({ released: left }, 'released the holds of calls left unsettled at shutdown');
+        if (shared) await store.forgetInstance(instanceId);
+      } catch (err) {
+        logger.error({ err }, "could not release this process's holds at shutdown: they are released later");
+      }
       if (!options.store) await store.close();
     },
   };
   return server;
+}
+
+/** How long the calls whose upstream answered during shutdown get to settle. */
+const SETTLE_AFTER_UPSTREAM_MS = 5_000;
+
+/**
+ * PostgreSQL: releases expired holds and those of instances silent for `timeoutMs` (then forgets those
+ * instances). Returns how many holds were released.
+ */
+async function releaseHoldsOfGoneInstances(store: Store, now: number, timeoutMs: number): Promise<number> {
+  const staleBefore = now - timeoutMs;
+  const expired = await store.releaseHolds({ kind: 'expired', now });
+  const orphaned = await store.releaseHolds({ kind: 'of_stale_instances', staleBefore });
+  await store.forgetStaleInstances(staleBefore);
+  return expired + orphaned;
 }
 
 /** Whether `promise` settles within `ms` (it keeps running either way). */

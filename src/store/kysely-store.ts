@@ -22,6 +22,7 @@ import type {
   ApiKeyInfo,
   BeginIdempotentInput,
   BeginIdempotentResult,
+  HoldsToRelease,
   KeyAuthRecord,
   LedgerProblem,
   LedgerReport,
@@ -475,12 +476,18 @@ export class KyselyStore implements Store {
     await this.db.insertInto('usage').values(usageRow(usage, 0)).execute();
   }
 
-  async releaseHolds(
-    filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
-  ): Promise<number> {
+  async releaseHolds(filter: HoldsToRelease): Promise<number> {
     let query = this.db.selectFrom('holds').select(['id', 'account_id']);
     if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
     if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
+    if (filter.kind === 'owned_by') query = query.where('owner', '=', filter.owner);
+    if (filter.kind === 'of_stale_instances') {
+      query = query
+        .where('created_at', '<', filter.staleBefore)
+        .where('owner', 'in', (eb) =>
+          eb.selectFrom('instances').select('instances.owner').where('seen_at', '<', filter.staleBefore),
+        );
+    }
     const open = await query.execute();
     // One short transaction per hold (hold row, then account row, the order settle uses too): sweepers of
     // several instances and the settles they race never wait on each other in a cycle.
@@ -501,6 +508,29 @@ export class KyselyStore implements Store {
       if (closed) released += 1;
     }
     return released;
+  }
+
+  async markInstanceAlive(owner: string, now: number): Promise<void> {
+    await this.db
+      .insertInto('instances')
+      .values({ owner, started_at: now, seen_at: now })
+      .onConflict((oc) => oc.column('owner').doUpdateSet({ seen_at: now }))
+      .execute();
+  }
+
+  async forgetInstance(owner: string): Promise<void> {
+    await this.db.deleteFrom('instances').where('owner', '=', owner).execute();
+  }
+
+  async forgetStaleInstances(staleBefore: number): Promise<number> {
+    const deleted = await this.db
+      .deleteFrom('instances')
+      .where('seen_at', '<', staleBefore)
+      .where(({ not, exists, selectFrom }) =>
+        not(exists(selectFrom('holds').select('holds.id').whereRef('holds.owner', '=', 'instances.owner'))),
+      )
+      .executeTakeFirst();
+    return Number(deleted.numDeletedRows);
   }
 
   async openHoldsNano(accountId: string): Promise<number> {

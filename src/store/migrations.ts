@@ -206,6 +206,20 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0006_instances': {
+    // The serving processes of a database, each with the last time it said it was alive. On PostgreSQL
+    // several instances share the database, so the open holds of one that died are released as soon as
+    // its heartbeat is stale, not only at their expiry (DESIGN.md "Holds": "at start a server releases the
+    // holds whose owner is gone"). The SQLite store has one server per file and does not use the table.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('instances')
+        .addColumn('owner', 'text', (c) => c.primaryKey())
+        .addColumn('started_at', 'bigint', (c) => c.notNull())
+        .addColumn('seen_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 export const migrationProvider: MigrationProvider = {

@@ -42,6 +42,16 @@ export interface HoldsTable {
   expires_at: BigIntColumn;
 }
 
+/**
+ * A serving process (the `owner` of its holds) and when it last said it was alive (PostgreSQL; see
+ * docs/operations.md "Crash safety").
+ */
+export interface InstancesTable {
+  owner: string;
+  started_at: BigIntColumn;
+  seen_at: BigIntColumn;
+}
+
 export interface LedgerTable {
   id: string;
   account_id: string;
@@ -120,6 +130,7 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   holds: HoldsTable;
+  instances: InstancesTable;
   ledger: LedgerTable;
   usage: UsageTable;
   idempotency: IdempotencyTable;

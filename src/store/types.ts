@@ -147,6 +147,20 @@ export interface LedgerReport {
   problems: LedgerProblem[];
 }
 
+/** Which open holds `releaseHolds` releases. */
+export type HoldsToRelease =
+  | { kind: 'all' }
+  | { kind: 'expired'; now: number }
+  | { kind: 'not_owned_by'; owner: string }
+  | { kind: 'owned_by'; owner: string }
+  /**
+   * Holds of instances that registered (`markInstanceAlive`) and have been silent since before
+   * `staleBefore`, placed before that time too: a hold placed since then is its owner's proof of life,
+   * even if its heartbeat is late. Holds of an owner with no record (a process of a version before the
+   * records) are left to their expiry.
+   */
+  | { kind: 'of_stale_instances'; staleBefore: number };
+
 export interface Store {
   readonly dialect: 'sqlite' | 'postgres';
   /** Applies pending migrations (idempotent). */
@@ -197,10 +211,20 @@ export interface Store {
   release(input: ReleaseInput): Promise<{ balanceNano: number }>;
   /** Writes a usage row for a request that never held money (e.g. refused with 402). */
   recordUsage(usage: UsageRecord): Promise<void>;
-  /** Releases open holds: every one, those of other owners, or those expired before a time. Returns how many. */
-  releaseHolds(
-    filter: { kind: 'all' } | { kind: 'expired'; now: number } | { kind: 'not_owned_by'; owner: string },
-  ): Promise<number>;
+  /** Releases the open holds `filter` picks (see `HoldsToRelease`). Returns how many. */
+  releaseHolds(filter: HoldsToRelease): Promise<number>;
+  /**
+   * Records that the serving instance `owner` is alive at `now` (its first call registers it). Used on
+   * PostgreSQL, where several instances share the database (docs/operations.md "Crash safety").
+   */
+  markInstanceAlive(owner: string, now: number): Promise<void>;
+  /** Forgets an instance that stopped: its own record, at its graceful stop. */
+  forgetInstance(owner: string): Promise<void>;
+  /**
+   * Forgets instances silent since before `staleBefore` that own no open hold (after their holds were
+   * released). Returns how many.
+   */
+  forgetStaleInstances(staleBefore: number): Promise<number>;
   /** Sum of open holds of an account. */
   openHoldsNano(accountId: string): Promise<number>;
   /** How many holds are open across all accounts, and their sum (one indexed query; for metrics). */

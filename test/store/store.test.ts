@@ -144,6 +144,40 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect((await store.getAccount(id))?.balanceNano).toBe(10_000);
   });
 
+  it("releaseHolds of_stale_instances takes the old holds of silent registered instances only; owned_by one owner's", async () => {
+    const id = await fundedAccount(store, 10_000);
+    const t = Date.now();
+    const staleBefore = t - 30_000;
+    await store.markInstanceAlive('inst_dead', t - 60_000);
+    await store.markInstanceAlive('inst_live', t - 60_000);
+    await store.markInstanceAlive('inst_live', t - 1_000); // its heartbeat: started_at stays, seen_at moves
+    const placed = (holdId: string, owner: string, createdAt: number, amountNano: number) =>
+      store.placeHold({ ...hold(id, holdId, amountNano), owner, createdAt });
+    await placed('dead-old', 'inst_dead', t - 50_000, 1);
+    await placed('dead-new', 'inst_dead', t - 1_000, 2); // placed after staleBefore: its owner was alive then
+    await placed('live-old', 'inst_live', t - 50_000, 4);
+    await placed('unknown-old', 'inst_unregistered', t - 50_000, 8); // left to its expiry
+    expect(await store.releaseHolds({ kind: 'of_stale_instances', staleBefore })).toBe(1);
+    expect(await store.openHoldsNano(id)).toBe(2 + 4 + 8);
+    // A silent instance is forgotten only once it owns no hold.
+    expect(await store.forgetStaleInstances(staleBefore)).toBe(0);
+    expect(await store.releaseHolds({ kind: 'owned_by', owner: 'inst_dead' })).toBe(1);
+    expect(await store.forgetStaleInstances(staleBefore)).toBe(1);
+    const instances = await db.query<{
+      owner: string;
+      started_at: number | string;
+      seen_at: number | string;
+    }>('select owner, started_at, seen_at from instances order by owner');
+    expect(instances.map((r) => [r.owner, Number(r.started_at), Number(r.seen_at)])).toEqual([
+      ['inst_live', t - 60_000, t - 1_000],
+    ]);
+    await store.forgetInstance('inst_live');
+    expect(await db.query('select owner from instances')).toEqual([]);
+    expect(await store.openHoldsNano(id)).toBe(4 + 8);
+    expect((await store.getAccount(id))?.balanceNano).toBe(10_000 - 12);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
   it('a closed hold leaves no row: settle, release, the sweeper and a refused settle each end with the table as it should be', async () => {
     const id = await fundedAccount(store, 10_000);
     const rows = async () =>
