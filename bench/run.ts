@@ -37,6 +37,10 @@ const flags = readFlags('npm run bench --', {
   quick: { type: 'boolean', help: 'smoke test: 1 run, 3 s phases, 1 s warm-up' },
   rate: { type: 'string', help: 'offered rate of the fixed-rate open-loop phase (default 200)' },
   connections: { type: 'string', help: 'connections of the closed-loop maximum (default 50)' },
+  accounts: {
+    type: 'string',
+    help: "accounts (one key each) Tollgate's load is spread over, request by request (default 1)",
+  },
   'pg-url': {
     type: 'string',
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
@@ -55,6 +59,7 @@ const options = {
   warmupSec: flags.number('warmup', quick ? 1 : 5),
   fixedRate: flags.number('rate', 200),
   connections: Math.max(1, Math.round(flags.number('connections', 50))),
+  accounts: Math.max(1, Math.round(flags.number('accounts', 1))),
   pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
 const tollgateEnv = flags.env('env');
@@ -105,6 +110,7 @@ async function main(): Promise<void> {
             dir: temp.dir,
             pgAdminUrl: options.pgAdminUrl,
             tollgateEnv,
+            accounts: options.accounts,
           });
         } catch (err) {
           const reason = err instanceof Error ? err.message : String(err);

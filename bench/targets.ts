@@ -112,6 +112,11 @@ export interface TargetContext {
   tollgateEnv?: Record<string, string>;
   /** Run the measured process (bare proxy or Tollgate) under this command, e.g. valgrind; slower start. */
   wrap?: readonly string[];
+  /**
+   * Accounts (one key each) the Tollgate targets' load is spread over, request by request (default 1:
+   * every call holds and settles on one account row).
+   */
+  accounts?: number;
 }
 
 // ── simulator ────────────────────────────────────────────────────────────────
@@ -248,29 +253,38 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
 /** Seeds a database for Tollgate; returns the API keys the load should use (one or many). */
 export type Seeder = (databaseUrl: string) => Promise<string[]>;
 
-/** One account with a large balance and one key, through the store API (as an operator's CLI would). */
-export const seedOneKey: Seeder = async (databaseUrl) => {
-  const store = await openStore(databaseUrl);
-  try {
-    await store.migrate();
-    const created = await store.createAccount({
-      email: 'bench@example.com',
-      role: 'user',
-      passwordHash: null,
-    });
-    if (!created.ok) throw new Error(`could not create the benchmark account: ${created.reason}`);
-    await store.addCredit({
-      accountId: created.account.id,
-      amountNano: BENCH_CREDIT_NANO,
-      note: 'benchmark',
-    });
-    const key = await createKey(store, created.account.id, 'benchmark');
-    if (!key.ok) throw new Error(`could not create the benchmark key: ${key.message}`);
-    return [key.secret];
-  } finally {
-    await store.close();
-  }
-};
+/**
+ * `count` accounts, each with a large balance and one key, through the store API (as an operator's CLI
+ * would); returns their keys.
+ */
+export function seedAccounts(count: number): Seeder {
+  return async (databaseUrl) => {
+    const store = await openStore(databaseUrl);
+    try {
+      await store.migrate();
+      const keys: string[] = [];
+      for (let i = 0; i < count; i++) {
+        const created = await store.createAccount({
+          email: i === 0 ? 'bench@example.com' : `bench${i}@example.com`,
+          role: 'user',
+          passwordHash: null,
+        });
+        if (!created.ok) throw new Error(`could not create the benchmark account: ${created.reason}`);
+        await store.addCredit({
+          accountId: created.account.id,
+          amountNano: BENCH_CREDIT_NANO,
+          note: 'benchmark',
+        });
+        const key = await createKey(store, created.account.id, 'benchmark');
+        if (!key.ok) throw new Error(`could not create the benchmark key: ${key.message}`);
+        keys.push(key.secret);
+      }
+      return keys;
+    } finally {
+      await store.close();
+    }
+  };
+}
 
 export interface TollgateOptions {
   name: 'sqlite' | 'postgres';
@@ -282,7 +296,7 @@ export interface TollgateOptions {
 
 /** `bin/tollgate serve --json` pinned to the target CPU, every provider pointed at the upstream simulator. */
 export async function startTollgate(ctx: TargetContext, options: TollgateOptions): Promise<RunningTarget> {
-  const keys = options.keys ?? (await (options.seed ?? seedOneKey)(options.databaseUrl));
+  const keys = options.keys ?? (await (options.seed ?? seedAccounts(ctx.accounts ?? 1))(options.databaseUrl));
   return withUpstream(ctx, async (sim) => {
     const gateway = await startProcess({
       name: `tollgate-${options.name}`,

@@ -28,6 +28,8 @@ export interface Config {
   readonly databaseStatementTimeoutMs: number;
   /** Longest wait to open a PostgreSQL connection or get a free one from the pool. */
   readonly databaseConnectTimeoutMs: number;
+  /** PostgreSQL: run the per-call statements as named prepared statements (parsed once per connection). */
+  readonly databasePreparedStatements: boolean;
   /** Prefix of every Redis key and channel, so several deployments can share one Redis. */
   readonly redisKeyPrefix: string;
   /** Longest a request waits on one Redis command before going on without it. */

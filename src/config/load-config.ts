@@ -245,6 +245,7 @@ export function loadConfig(
     databasePoolMax: r.int('DATABASE_POOL_MAX', 10, 1, 1_000),
     databaseStatementTimeoutMs: r.int('DATABASE_STATEMENT_TIMEOUT_MS', 5_000, 100, 3_600_000),
     databaseConnectTimeoutMs: r.int('DATABASE_CONNECT_TIMEOUT_MS', 3_000, 100, 600_000),
+    databasePreparedStatements: r.bool('DATABASE_PREPARED_STATEMENTS', true),
     redisKeyPrefix: readRedisKeyPrefix(r),
     redisTimeoutMs: r.int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),

@@ -16,7 +16,10 @@ export interface OpenStoreOptions {
    * see sqlite-checkpointer.ts). `onFailure` hears if that thread stops (the connection then does it).
    */
   sqliteBackgroundCheckpoint?: { onFailure: (err: unknown) => void };
-  /** PostgreSQL pool size and timeouts (defaults: 10 connections, 5 s statements, 3 s to connect). */
+  /**
+   * PostgreSQL pool size, timeouts and prepared statements (defaults: 10 connections, 5 s statements, 3 s
+   * to connect, prepared statements on).
+   */
   postgres?: Partial<PostgresOptions>;
 }
 
@@ -32,6 +35,7 @@ export function storeOptionsFrom(
       poolMax: config.databasePoolMax,
       statementTimeoutMs: config.databaseStatementTimeoutMs,
       connectTimeoutMs: config.databaseConnectTimeoutMs,
+      preparedStatements: config.databasePreparedStatements,
       ...(extra.onAvailabilityChange ? { onAvailabilityChange: extra.onAvailabilityChange } : {}),
       ...(extra.onStatementTimeout ? { onStatementTimeout: extra.onStatementTimeout } : {}),
     },
@@ -56,6 +60,7 @@ export async function openStore(
       poolMax: 10,
       statementTimeoutMs: 5_000,
       connectTimeoutMs: 3_000,
+      preparedStatements: true,
       ...options.postgres,
     };
     // Loaded only here: a SQLite deployment never pays for the driver (~16 MB resident).

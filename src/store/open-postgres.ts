@@ -16,6 +16,7 @@ import {
 } from 'kysely';
 import pg from 'pg';
 import { DatabaseUnavailableError, isConnectionFailure, isStatementTimeout } from './database-unavailable.js';
+import { preparedNameOf } from './prepared-statements.js';
 import type { Database } from './schema.js';
 
 export interface PostgresOptions {
@@ -25,6 +26,12 @@ export interface PostgresOptions {
   statementTimeoutMs: number;
   /** Limit of opening a connection, or of waiting for a free one in the pool (`DATABASE_CONNECT_TIMEOUT_MS`). */
   connectTimeoutMs: number;
+  /**
+   * Run the statements registered in `prepared-statements.ts` as named prepared statements
+   * (`DATABASE_PREPARED_STATEMENTS`); off, every statement is sent unnamed, as a pooler in transaction
+   * mode without prepared-statement support needs.
+   */
+  preparedStatements: boolean;
   /** Told when the database stops answering, and when it answers again (for the server's log). */
   onAvailabilityChange?: (available: boolean, cause?: unknown) => void;
   /** Told when a statement was cancelled by the statement timeout (the database itself answers). */
@@ -110,6 +117,7 @@ class GuardedConnection implements DatabaseConnection {
     private readonly client: pg.PoolClient,
     private readonly clientTimeoutMs: number,
     private readonly availability: Availability,
+    private readonly prepared: boolean,
   ) {
     client.on('error', this.onError);
   }
@@ -121,8 +129,12 @@ class GuardedConnection implements DatabaseConnection {
       timer = setTimeout(() => reject(new NoAnswerError(this.clientTimeoutMs)), this.clientTimeoutMs);
     });
     try {
+      const text = compiledQuery.sql;
+      const values = [...compiledQuery.parameters];
+      // A named statement is parsed by the server once per connection (pg remembers which it sent).
+      const name = this.prepared ? preparedNameOf(text) : undefined;
       const result = await Promise.race([
-        this.client.query(compiledQuery.sql, [...compiledQuery.parameters]),
+        name === undefined ? this.client.query(text, values) : this.client.query({ name, text, values }),
         timeout,
       ]);
       this.availability.succeeded();
@@ -163,6 +175,7 @@ class GuardedPostgresDriver implements Driver {
     private readonly pool: pg.Pool,
     private readonly clientTimeoutMs: number,
     private readonly availability: Availability,
+    private readonly prepared: boolean,
   ) {}
 
   async init(): Promise<void> {}
@@ -170,7 +183,7 @@ class GuardedPostgresDriver implements Driver {
   async acquireConnection(): Promise<DatabaseConnection> {
     try {
       const client = await this.pool.connect();
-      return new GuardedConnection(client, this.clientTimeoutMs, this.availability);
+      return new GuardedConnection(client, this.clientTimeoutMs, this.availability, this.prepared);
     } catch (err) {
       throw this.availability.failed(err);
     }
@@ -242,6 +255,7 @@ export function openPostgres(url: string, options: PostgresOptions): { db: Kysel
     pool,
     options.statementTimeoutMs + options.connectTimeoutMs,
     availability,
+    options.preparedStatements,
   );
   return { db: new Kysely<Database>({ dialect: new GuardedPostgresDialect(driver) }) };
 }

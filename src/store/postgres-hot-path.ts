@@ -1,5 +1,6 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type QueryResult, type RawBuilder, sql } from 'kysely';
 import { timeOrderedHex } from '../random.js';
+import { prepareByName } from './prepared-statements.js';
 import type { Database } from './schema.js';
 import { toNumber } from './schema.js';
 import type { PlaceHoldInput, SettleInput, UsageRecord } from './types.js';
@@ -15,7 +16,17 @@ const USAGE_CASTS = USAGE_COLUMNS.map((column) => sql.raw(USAGE_COLUMN_TYPES[col
  * round trips — and a settle across six or more; every call of one account queues behind that lock
  * (411 req/s for one account in docs/performance.md). As one statement of data-modifying CTEs, the row is
  * locked for one statement, and the call costs one round trip. A single statement is atomic on its own.
+ *
+ * Both run as named prepared statements (unless DATABASE_PREPARED_STATEMENTS=false): parsing and planning
+ * a statement of four CTEs took more of the server's CPU than running it (docs/performance.md).
  */
+
+/** Compiles `query`, marks its text to be prepared under a name, and runs it. */
+function runPrepared<R>(db: Kysely<Database>, query: RawBuilder<R>, label: string): Promise<QueryResult<R>> {
+  const compiled = query.compile(db);
+  prepareByName(compiled.sql, label);
+  return db.executeQuery(compiled);
+}
 
 /**
  * DESIGN.md's atomic hold and the hold row, in one statement. Undefined when the account was not charged
@@ -25,7 +36,7 @@ export async function placeHoldAtOnce(
   db: Kysely<Database>,
   input: PlaceHoldInput,
 ): Promise<{ balanceNano: number } | undefined> {
-  const { rows } = await sql<{ balance_nano: string | number }>`
+  const query = sql<{ balance_nano: string | number }>`
     with charged as (
       update accounts set balance_nano = balance_nano - ${input.amountNano}::bigint
        where id = ${input.accountId}::text and status = 'active' and balance_nano >= ${input.amountNano}::bigint
@@ -36,7 +47,8 @@ export async function placeHoldAtOnce(
              ${input.owner}::text, ${input.createdAt}::bigint, ${input.expiresAt}::bigint
         from charged
     )
-    select balance_nano from charged`.execute(db);
+    select balance_nano from charged`;
+  const { rows } = await runPrepared(db, query, 'place_hold');
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
 }
@@ -56,7 +68,7 @@ export async function settleCoveredAtOnce(
   const u: UsageRecord = input.usage;
   const cost = input.costNano;
   // The account exists whenever its hold does (foreign key), so `settled` has a row exactly when `hold` has.
-  const { rows } = await sql<{ balance_nano: string | number }>`
+  const query = sql<{ balance_nano: string | number }>`
     with hold as (
       delete from holds
        where id = ${input.holdId}::text and account_id = ${input.accountId}::text
@@ -77,7 +89,8 @@ export async function settleCoveredAtOnce(
       select ${sql.join(usageValues(u, 0).map((value, i) => sql`${value}::${USAGE_CASTS[i]}`))}
         from hold
     )
-    select balance_nano from settled`.execute(db);
+    select balance_nano from settled`;
+  const { rows } = await runPrepared(db, query, 'settle');
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
 }

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
@@ -370,6 +371,39 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
       ),
     );
     expect(results.filter((r) => r.ok)).toHaveLength(1);
+  });
+});
+
+describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): prepared statements', () => {
+  /** The statements prepared in the session of a one-connection store, after a hold and a settle. */
+  async function preparedAfterOneCall(preparedStatements: boolean): Promise<string[]> {
+    const one = (await openStore(db.url, {
+      sqliteSynchronous: 'NORMAL',
+      postgres: { poolMax: 1, preparedStatements },
+    })) as KyselyStore;
+    extraStores.push(one);
+    const id = await fundedAccount(one, 10_000);
+    for (const n of [1, 2]) {
+      await one.placeHold({ ...hold(id, `p${n}`, 500), owner: 'inst_p' });
+      await one.settle({ holdId: `p${n}`, accountId: id, costNano: 120, usage: usageRow(id, `rp${n}`) });
+    }
+    expect((await one.getAccount(id))?.balanceNano).toBe(10_000 - 240);
+    expect((await one.ledgerCheck()).ok).toBe(true);
+    const { rows } = await sql<{
+      name: string;
+    }>`select name from pg_prepared_statements order by name`.execute(one.kysely);
+    return rows.map((r) => r.name);
+  }
+
+  it('the hold and the settle are named prepared statements, parsed once per connection', async () => {
+    const names = await preparedAfterOneCall(true);
+    expect(names).toHaveLength(2);
+    expect(names.some((n) => /^tollgate_place_hold_\d+$/.test(n))).toBe(true);
+    expect(names.some((n) => /^tollgate_settle_\d+$/.test(n))).toBe(true);
+  });
+
+  it('DATABASE_PREPARED_STATEMENTS=false sends every statement unnamed (for a pooler that cannot track them)', async () => {
+    expect(await preparedAfterOneCall(false)).toEqual([]);
   });
 });
 
