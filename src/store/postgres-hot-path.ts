@@ -18,7 +18,7 @@ const USAGE_CASTS = USAGE_COLUMNS.map((column) => sql.raw(USAGE_COLUMN_TYPES[col
  * locked for one statement, and the call costs one round trip. A single statement is atomic on its own.
  *
  * Both run as named prepared statements (unless DATABASE_PREPARED_STATEMENTS=false): parsing and planning
- * a statement of four CTEs took more of the server's CPU than running it (docs/performance.md).
+ * them on every call took about a third of the server's CPU per call (docs/performance.md, ninth round).
  */
 
 /** Compiles `query`, marks its text to be prepared under a name, and runs it. */
