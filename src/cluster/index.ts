@@ -3,6 +3,7 @@ import type { Config } from '../config/index.js';
 import { redactUrlPassword } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
 import type { ClusterEvent } from './change-bus.js';
+import { type SharedAttemptStore, SharedAttempts } from './shared-attempts.js';
 import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
 import { SharedRotationCounter } from './shared-rotation.js';
 
@@ -18,6 +19,8 @@ export interface Cluster {
   rotation: RotationCounter;
   /** The per-key requests-per-minute bucket across instances, or undefined without Redis. */
   rateLimit: { take(keyId: string, rpm: number): Promise<RateDecision | undefined> } | undefined;
+  /** The login throttle's windows across instances, or undefined without Redis. */
+  attempts: SharedAttemptStore | undefined;
   /** Tells the other instances (fire and forget: each receiver has its own bound if it is missed). */
   publish(event: ClusterEvent): void;
   /** For /readyz: `off` (no REDIS_URL), `ok`, or `unavailable` (degraded to per-instance state). */
@@ -51,6 +54,7 @@ export function localCluster(): Cluster {
   return {
     rotation: new LocalRotationCounter(),
     rateLimit: undefined,
+    attempts: undefined,
     publish: () => {},
     status: () => 'off',
     close: async () => {},
@@ -84,6 +88,7 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
   return {
     rotation: new SharedRotationCounter(link, `${prefix}rotation`),
     rateLimit,
+    attempts: new SharedAttempts(link, `${prefix}attempts:`),
     publish(event) {
       void bus.publish(event);
     },

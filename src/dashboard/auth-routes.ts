@@ -68,7 +68,7 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const email = emailField(fields);
     const password = requiredString(fields, 'password', 1024);
     const ip = clientIp(request, config);
-    const allowed = throttle.checkLogin(email, ip);
+    const allowed = await throttle.checkLogin(email, ip);
     if (!allowed.ok) throw tooManyAttempts(allowed.retryAfterMs);
 
     const login = await dashboardStore.findLogin(email);
@@ -77,10 +77,10 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
         ? await verifyPassword(login.passwordHash, password)
         : await verifyNothing(password);
     if (!login || !ok) {
-      throttle.loginFailed(email, ip);
+      await throttle.loginFailed(email, ip);
       throw new GatewayError('invalid_credentials', 'Incorrect email or password.');
     }
-    throttle.loginSucceeded(email);
+    await throttle.loginSucceeded(email);
     if (login.account.status !== 'active') {
       throw new GatewayError('account_disabled', 'This account is disabled. Contact the operator.');
     }
@@ -93,7 +93,7 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     if (config.signup === 'closed') {
       throw new GatewayError('signup_closed', 'Sign-up is closed. Ask the operator for an account.');
     }
-    const allowed = throttle.signupAttempt(clientIp(request, config));
+    const allowed = await throttle.signupAttempt(clientIp(request, config));
     if (!allowed.ok) throw tooManyAttempts(allowed.retryAfterMs);
     const fields = fieldsOf(request.body, ['email', 'password', 'invite_code']);
     const email = emailField(fields);
@@ -144,12 +144,12 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const next = newPassword(fields, 'new_password');
     const ip = clientIp(request, config);
     const email = session.account.email;
-    const allowed = throttle.checkLogin(email, ip);
+    const allowed = await throttle.checkLogin(email, ip);
     if (!allowed.ok) throw tooManyAttempts(allowed.retryAfterMs);
     const stored = await dashboardStore.passwordHashOf(session.accountId);
     const ok = stored ? await verifyPassword(stored, current) : await verifyNothing(current);
     if (!ok) {
-      throttle.loginFailed(email, ip);
+      await throttle.loginFailed(email, ip);
       throw new GatewayError('invalid_credentials', 'The current password is not correct.', {
         param: 'current_password',
       });

@@ -198,7 +198,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         { idleTimeoutMs: config.sessionIdleTimeoutMs, maxAgeMs: config.sessionMaxAgeMs },
         now,
       ),
-      throttle: new LoginThrottle(now),
+      throttle: new LoginThrottle(now, cluster.attempts),
       billing,
       authenticator,
       providers: () => registry.all(),

@@ -1,8 +1,10 @@
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { createKey } from '../../src/auth/keys.js';
+import { ACCOUNT_FAILURES } from '../../src/auth/login-throttle.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createServer, type Server } from '../../src/http/server.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -157,6 +159,49 @@ describe('two instances sharing state over Redis', () => {
     }
     const start = AUTO.indexOf(seen[0] as string);
     expect(seen).toEqual(seen.map((_, i) => AUTO[(start + i) % AUTO.length]));
+  });
+});
+
+/** The keys of the test Redis that match `pattern`. */
+async function redisKeys(pattern: string): Promise<string[]> {
+  const client = new Redis(TEST_REDIS_URL, { maxRetriesPerRequest: 1 });
+  try {
+    const found: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      found.push(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+    return found;
+  } finally {
+    client.disconnect();
+  }
+}
+
+describe('the login throttle is counted across instances', () => {
+  it('five wrong passwords spread over two instances lock the account on both; Redis holds no email', async () => {
+    const [a, b] = [await instance(), await instance()];
+    const email = `throttle-${Math.random().toString(36).slice(2)}@example.test`;
+    const created = await store.createAccount({ email, role: 'user', passwordHash: null });
+    if (!created.ok) throw new Error('account');
+    const login = async (server: Server) =>
+      (
+        await server.app.inject({
+          method: 'POST',
+          url: '/dashboard/api/auth/login',
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ email, password: 'not the password' }),
+        })
+      ).statusCode;
+    const statuses: number[] = [];
+    for (let i = 0; i < ACCOUNT_FAILURES; i++) statuses.push(await login(i % 2 === 0 ? a : b));
+    expect(statuses).toEqual(Array(ACCOUNT_FAILURES).fill(401));
+    expect(await login(a)).toBe(429);
+    expect(await login(b)).toBe(429);
+    const keys = await redisKeys(`${redis.prefix}attempts:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    expect(keys.some((k) => k.includes('@') || k.includes('127.0.0.1'))).toBe(false);
   });
 });
 
