@@ -27,8 +27,8 @@ return {1, 0}
 export interface SharedAttemptStore {
   /** Whether `value` is under `max` events in its window; undefined when Redis does not answer. */
   check(kind: string, value: string, max: number): Promise<AttemptCheck | undefined>;
-  /** Counts one event of `value`; false when Redis does not answer. */
-  hit(kind: string, value: string, windowMs: number): Promise<boolean>;
+  /** Counts one event of `value` (nothing happens when Redis does not answer). */
+  hit(kind: string, value: string, windowMs: number): Promise<void>;
   /** Forgets `value`'s window. */
   reset(kind: string, value: string): Promise<void>;
   /** `check`, and `hit` when allowed, in one step. */
@@ -51,9 +51,8 @@ export class SharedAttempts implements SharedAttemptStore {
     return decision(await this.link.run((redis) => redis.eval(CHECK, 1, this.key(kind, value), max)));
   }
 
-  async hit(kind: string, value: string, windowMs: number): Promise<boolean> {
-    const reply = await this.link.run((redis) => redis.eval(HIT, 1, this.key(kind, value), windowMs));
-    return typeof reply === 'number';
+  async hit(kind: string, value: string, windowMs: number): Promise<void> {
+    await this.link.run((redis) => redis.eval(HIT, 1, this.key(kind, value), windowMs));
   }
 
   async reset(kind: string, value: string): Promise<void> {

@@ -116,10 +116,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   // holds of one silent for longer are released, as are expired holds, here and by the sweeper.
   const shared = store.dialect === 'postgres';
   if (shared) await store.markInstanceAlive(instanceId, now());
-  const released =
-    store.dialect === 'sqlite'
-      ? await store.releaseHolds({ kind: 'all' })
-      : await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs);
+  const released = shared
+    ? await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs)
+    : await store.releaseHolds({ kind: 'all' });
   if (released > 0) logger.warn({ released }, 'released holds left open by a previous process');
   const heartbeat = shared
     ? setInterval(

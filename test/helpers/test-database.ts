@@ -159,26 +159,45 @@ export async function createTestDatabase(dir: string, file = 'tollgate.db'): Pro
   };
 }
 
-/** A Redis key prefix of the test's own, and a way to delete its keys afterwards. */
-export function testRedisPrefix(): { prefix: string; cleanup: () => Promise<void> } {
+/** Runs `each` on every batch of keys of the test Redis that match `pattern` (SCAN). */
+async function scanKeys(
+  pattern: string,
+  each: (redis: Redis, keys: string[]) => Promise<unknown>,
+): Promise<void> {
+  const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0 });
+  redis.on('error', () => {});
+  try {
+    await redis.connect();
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      if (keys.length > 0) await each(redis, keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A Redis key prefix of the test's own, a way to list its keys, and a way to delete them afterwards. */
+export function testRedisPrefix(): {
+  prefix: string;
+  keys: (suffixPattern?: string) => Promise<string[]>;
+  cleanup: () => Promise<void>;
+} {
   const prefix = `tollgate-test:${randomBytes(6).toString('hex')}:`;
   return {
     prefix,
+    async keys(suffixPattern = '*') {
+      const found: string[] = [];
+      await scanKeys(`${prefix}${suffixPattern}`, async (_, keys) => found.push(...keys));
+      return found;
+    },
     async cleanup() {
-      const redis = new Redis(TEST_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 0 });
-      redis.on('error', () => {});
       try {
-        await redis.connect();
-        let cursor = '0';
-        do {
-          const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 500);
-          if (keys.length > 0) await redis.del(...keys);
-          cursor = next;
-        } while (cursor !== '0');
+        await scanKeys(`${prefix}*`, (redis, keys) => redis.del(...keys));
       } catch {
         // Best effort: the keys are small and the test Redis keeps nothing on disk.
-      } finally {
-        redis.disconnect();
       }
     },
   };

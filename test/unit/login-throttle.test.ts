@@ -14,11 +14,10 @@ class FakeShared implements SharedAttemptStore {
       ? { ok: false, retryAfterMs: WINDOW_MS }
       : { ok: true };
   }
-  async hit(kind: string, value: string, _windowMs: number): Promise<boolean> {
-    if (this.down) return false;
+  async hit(kind: string, value: string, _windowMs: number): Promise<void> {
+    if (this.down) return;
     const key = `${kind}:${value}`;
     this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
-    return true;
   }
   async reset(kind: string, value: string): Promise<void> {
     if (!this.down) this.counts.delete(`${kind}:${value}`);
