@@ -23,7 +23,11 @@ import { fmt, machineInfo, table, writeResults } from './report.js';
 import { startTarget, TARGET_LABELS, type TargetName, tempDir } from './targets.js';
 
 const flags = readFlags('npm run bench:instructions --', {
-  only: { type: 'string', help: 'comma-separated targets: bare, sqlite (default both)' },
+  only: { type: 'string', help: 'comma-separated targets: bare, sqlite, postgres (default bare,sqlite)' },
+  'pg-url': {
+    type: 'string',
+    help: 'PostgreSQL admin URL for the postgres target (default postgres://postgres@127.0.0.1:5432/test)',
+  },
   requests: { type: 'string', help: 'requests counted per target (default 3000)' },
   warmup: { type: 'string', help: 'requests before counting starts (default 6000)' },
   connections: { type: 'string', help: 'concurrent requests (default 50)' },
@@ -36,8 +40,8 @@ const flags = readFlags('npm run bench:instructions --', {
 
 const targets = (flags.list('only') ?? ['bare', 'sqlite']) as TargetName[];
 for (const name of targets) {
-  if (name !== 'bare' && name !== 'sqlite') {
-    process.stderr.write(`--only: ${name} is not one of bare, sqlite\n`);
+  if (name !== 'bare' && name !== 'sqlite' && name !== 'postgres') {
+    process.stderr.write(`--only: ${name} is not one of bare, sqlite, postgres\n`);
     process.exit(2);
   }
 }
@@ -128,7 +132,7 @@ try {
     const target = await startTarget(name, {
       pinning: detectPinning(true),
       dir: temp.dir,
-      pgAdminUrl: '',
+      pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
       tollgateEnv,
       wrap: [
         'valgrind',

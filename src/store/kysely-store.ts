@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type SQLite from 'better-sqlite3';
 import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
-import { placeHoldAtOnce, settleCoveredAtOnce } from './postgres-hot-path.js';
+import { PostgresGroupWrites } from './postgres-hot-path.js';
 import {
   type AccountsTable,
   type ApiKeysTable,
@@ -130,6 +130,14 @@ export class KyselyStore implements Store {
   ) {}
 
   private hotPath?: SqliteHotPath;
+  private groupWritesOf?: PostgresGroupWrites;
+
+  /** PostgreSQL: the per-call writes, grouped by account (`postgres-hot-path.ts`). */
+  private get groupWrites(): PostgresGroupWrites | undefined {
+    if (this.dialect !== 'postgres') return undefined;
+    this.groupWritesOf ??= new PostgresGroupWrites(this.db);
+    return this.groupWritesOf;
+  }
 
   /**
    * The prepared per-request statements (SQLite only), created on first use — after `migrate()` — and
@@ -357,8 +365,8 @@ export class KyselyStore implements Store {
   }
 
   private async placeHoldGeneric(input: PlaceHoldInput): Promise<PlaceHoldResult> {
-    if (this.dialect === 'postgres') {
-      const placed = await placeHoldAtOnce(this.db, input);
+    if (this.groupWrites) {
+      const placed = await this.groupWrites.placeHold(input);
       if (placed) return { ok: true, balanceNano: placed.balanceNano };
       // Nothing was written: say why.
       return refusedHold(await this.accountState(this.db, input.accountId));
@@ -399,8 +407,8 @@ export class KyselyStore implements Store {
   }
 
   private async settleGeneric(input: SettleInput): Promise<SettleResult> {
-    if (this.dialect === 'postgres') {
-      const done = await settleCoveredAtOnce(this.db, input, this.now());
+    if (this.groupWrites) {
+      const done = await this.groupWrites.settle(input, this.now());
       if (done) return { balanceNano: done.balanceNano, chargedNano: input.costNano, shortfallNano: 0 };
     }
     return this.db.transaction().execute(async (trx) => {

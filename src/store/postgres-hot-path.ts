@@ -1,14 +1,11 @@
-import { type Kysely, type QueryResult, type RawBuilder, sql } from 'kysely';
+import { CompiledQuery, type Kysely } from 'kysely';
 import { timeOrderedHex } from '../random.js';
+import { DatabaseUnavailableError } from './database-unavailable.js';
 import { prepareByName } from './prepared-statements.js';
 import type { Database } from './schema.js';
 import { toNumber } from './schema.js';
 import type { PlaceHoldInput, SettleInput, UsageRecord } from './types.js';
 import { USAGE_COLUMN_TYPES, USAGE_COLUMNS, usageValues } from './usage-row.js';
-
-/** The usage insert's column list and the cast of each value, built once. */
-const USAGE_INTO = sql.raw(USAGE_COLUMNS.join(', '));
-const USAGE_CASTS = USAGE_COLUMNS.map((column) => sql.raw(USAGE_COLUMN_TYPES[column]));
 
 /**
  * The per-request writes of the PostgreSQL store as one statement each. As a transaction of separate
@@ -17,47 +14,93 @@ const USAGE_CASTS = USAGE_COLUMNS.map((column) => sql.raw(USAGE_COLUMN_TYPES[col
  * (411 req/s for one account in docs/performance.md). As one statement of data-modifying CTEs, the row is
  * locked for one statement, and the call costs one round trip. A single statement is atomic on its own.
  *
- * Both run as named prepared statements (unless DATABASE_PREPARED_STATEMENTS=false): parsing and planning
- * them on every call took about a third of the server's CPU per call (docs/performance.md, ninth round).
+ * Both texts are fixed, written once below with numbered parameters; a call only puts its values in an
+ * array. Building them per call with Kysely's `sql` template (a frozen node per value, then the compiler's
+ * walk over them) cost more instructions than the rest of the call's JavaScript (docs/performance.md,
+ * tenth round). Both run as named prepared statements (unless DATABASE_PREPARED_STATEMENTS=false):
+ * parsing and planning them on every call took about a third of the server's CPU per call (ninth round).
  */
 
-/** Compiles `query`, marks its text to be prepared under a name, and runs it. */
-function runPrepared<R>(db: Kysely<Database>, query: RawBuilder<R>, label: string): Promise<QueryResult<R>> {
-  const compiled = query.compile(db);
-  prepareByName(compiled.sql, label);
-  return db.executeQuery(compiled);
-}
+/**
+ * DESIGN.md's atomic hold and the hold row. $1 amount, $2 account, $3 hold id, $4 request id, $5 owner,
+ * $6 created at, $7 expires at.
+ */
+const PLACE_HOLD = `with charged as (
+  update accounts set balance_nano = balance_nano - $1::bigint
+   where id = $2::text and status = 'active' and balance_nano >= $1::bigint
+   returning balance_nano
+), hold as (
+  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
+  select $3::text, $2::text, $4::text, $1::bigint, $5::text, $6::bigint, $7::bigint
+    from charged
+)
+select balance_nano from charged`;
+
+/** Parameters of SETTLE before the usage row's values, which follow in `USAGE_COLUMNS` order. */
+const SETTLE_FIXED_PARAMS = 5;
+const USAGE_PARAMS = USAGE_COLUMNS.map(
+  (column, i) => `$${SETTLE_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}`,
+);
+const USAGE_REQUEST_ID = USAGE_PARAMS[USAGE_COLUMNS.indexOf('request_id')];
 
 /**
- * DESIGN.md's atomic hold and the hold row, in one statement. Undefined when the account was not charged
- * (inactive, missing or short of money): nothing was written, and the caller words the refusal.
+ * The usual settle — the hold covers the cost — closing the hold, giving back what it held beyond the
+ * cost, recording the charge (when there is one) and the usage row. $1 hold id, $2 account, $3 cost,
+ * $4 ledger row id, $5 now, then the usage row. The account exists whenever its hold does (foreign key),
+ * so `settled` has a row exactly when `hold` has.
+ */
+const SETTLE = `with hold as (
+  delete from holds
+   where id = $1::text and account_id = $2::text and amount_nano >= $3::bigint
+   returning amount_nano
+), settled as (
+  update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - $3::bigint
+    from hold
+   where accounts.id = $2::text
+   returning accounts.balance_nano
+), charge as (
+  insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+  select $4::text, $2::text, 'charge', $3::bigint, ${USAGE_REQUEST_ID}, null, $5::bigint
+    from hold where $3::bigint > 0
+), usage_row as (
+  insert into usage (${USAGE_COLUMNS.join(', ')})
+  select ${USAGE_PARAMS.join(', ')}
+    from hold
+)
+select balance_nano from settled`;
+
+prepareByName(PLACE_HOLD, 'place_hold');
+prepareByName(SETTLE, 'settle');
+
+type BalanceRow = { balance_nano: string | number };
+
+/**
+ * Places the hold and writes its row. Undefined when the account was not charged (inactive, missing or
+ * short of money): nothing was written, and the caller words the refusal.
  */
 export async function placeHoldAtOnce(
   db: Kysely<Database>,
   input: PlaceHoldInput,
 ): Promise<{ balanceNano: number } | undefined> {
-  const query = sql<{ balance_nano: string | number }>`
-    with charged as (
-      update accounts set balance_nano = balance_nano - ${input.amountNano}::bigint
-       where id = ${input.accountId}::text and status = 'active' and balance_nano >= ${input.amountNano}::bigint
-       returning balance_nano
-    ), hold as (
-      insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
-      select ${input.holdId}::text, ${input.accountId}::text, ${input.requestId}::text, ${input.amountNano}::bigint,
-             ${input.owner}::text, ${input.createdAt}::bigint, ${input.expiresAt}::bigint
-        from charged
-    )
-    select balance_nano from charged`;
-  const { rows } = await runPrepared(db, query, 'place_hold');
+  const { rows } = await db.executeQuery<BalanceRow>(
+    CompiledQuery.raw(PLACE_HOLD, [
+      input.amountNano,
+      input.accountId,
+      input.holdId,
+      input.requestId,
+      input.owner,
+      input.createdAt,
+      input.expiresAt,
+    ]),
+  );
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
 }
 
 /**
- * The usual settle — the hold covers the cost, no Idempotency-Key — in one statement: close the hold,
- * give back what it held beyond the cost, record the charge and the usage row. Undefined when that case
- * does not apply (the hold is gone or smaller than the cost): then nothing was written and the caller runs
- * the general settle, which also covers the shortfall rules.
+ * The usual settle in one statement. Undefined when that case does not apply (an Idempotency-Key, the
+ * hold gone or smaller than the cost): then nothing was written and the caller runs the general settle,
+ * which also covers the shortfall rules.
  */
 export async function settleCoveredAtOnce(
   db: Kysely<Database>,
@@ -66,31 +109,284 @@ export async function settleCoveredAtOnce(
 ): Promise<{ balanceNano: number } | undefined> {
   if (input.idempotency) return undefined;
   const u: UsageRecord = input.usage;
-  const cost = input.costNano;
-  // The account exists whenever its hold does (foreign key), so `settled` has a row exactly when `hold` has.
-  const query = sql<{ balance_nano: string | number }>`
-    with hold as (
-      delete from holds
-       where id = ${input.holdId}::text and account_id = ${input.accountId}::text
-         and amount_nano >= ${cost}::bigint
-       returning amount_nano
-    ), settled as (
-      update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - ${cost}::bigint
-        from hold
-       where accounts.id = ${input.accountId}::text
-       returning accounts.balance_nano
-    ), charge as (
-      insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
-      select ${`led_${timeOrderedHex(6)}`}::text, ${input.accountId}::text, 'charge', ${cost}::bigint,
-             ${u.requestId}::text, null, ${now}::bigint
-        from hold where ${cost}::bigint > 0
-    ), usage_row as (
-      insert into usage (${USAGE_INTO})
-      select ${sql.join(usageValues(u, 0).map((value, i) => sql`${value}::${USAGE_CASTS[i]}`))}
-        from hold
-    )
-    select balance_nano from settled`;
-  const { rows } = await runPrepared(db, query, 'settle');
+  const values: unknown[] = [input.holdId, input.accountId, input.costNano, `led_${timeOrderedHex(6)}`, now];
+  for (const value of usageValues(u, 0)) values.push(value);
+  const { rows } = await db.executeQuery<BalanceRow>(CompiledQuery.raw(SETTLE, values));
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
+}
+
+// ── Group writes: the holds, and the settles, of one account queued together run as one statement ──
+
+/**
+ * Several holds on one account: the account is charged their sum with DESIGN.md's atomic statement and
+ * every hold row is written, or nothing happens. $1 account, $2 the sum, $3 owner, then one array each of
+ * hold ids, request ids, amounts, created-at and expires-at times. (A lone call keeps PLACE_HOLD, and a
+ * lone settle SETTLE: sending every call as a group of one, in arrays, cost +17% instructions per call
+ * at c1, docs/performance.md, tenth round.)
+ */
+const PLACE_HOLDS = `with charged as (
+  update accounts set balance_nano = balance_nano - $2::bigint
+   where id = $1::text and status = 'active' and balance_nano >= $2::bigint
+   returning balance_nano
+), hold as (
+  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
+  select h.id, $1::text, h.request_id, h.amount_nano, $3::text, h.created_at, h.expires_at
+    from unnest($4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])
+         as h(id, request_id, amount_nano, created_at, expires_at), charged
+)
+select balance_nano from charged`;
+
+/** SETTLES' parameters before the usage row's columns, which follow as one array each. */
+const SETTLES_FIXED_PARAMS = 4;
+const USAGE_ARRAYS = USAGE_COLUMNS.map(
+  (column, i) => `$${SETTLES_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}[]`,
+);
+
+/**
+ * Several usual settles of one account: each hold that still covers its cost is closed, the account gets
+ * back the sum of what those holds held beyond their costs, and each gets its charge and usage row. $1
+ * account, $2 now, then one array each of hold ids, costs and (after the fixed parameters) the usage
+ * rows' columns — $3 hold ids, $4 costs, ledger row ids being the last array. Returns one row per
+ * settled hold; a hold missing from the answer was not touched.
+ */
+const SETTLES = `with input as (
+  select * from unnest($3::text[], $4::bigint[], ${USAGE_ARRAYS.join(', ')}, $${SETTLES_FIXED_PARAMS + USAGE_COLUMNS.length + 1}::text[])
+    as t(hold_id, cost, ${USAGE_COLUMNS.join(', ')}, ledger_id)
+), hold as (
+  delete from holds h using input i
+   where h.id = i.hold_id and h.account_id = $1::text and h.amount_nano >= i.cost
+   returning h.id, h.amount_nano
+), closed as (
+  select i.*, hold.amount_nano as held from hold join input i on i.hold_id = hold.id
+), settled as (
+  update accounts set balance_nano = balance_nano + (select sum(held - cost) from closed)
+   where id = $1::text and exists (select 1 from closed)
+   returning balance_nano
+), charge as (
+  insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+  select ledger_id, $1::text, 'charge', cost, request_id, null, $2::bigint from closed where cost > 0
+), usage_row as (
+  insert into usage (${USAGE_COLUMNS.join(', ')})
+  select ${USAGE_COLUMNS.join(', ')} from closed
+)
+select closed.hold_id, settled.balance_nano from closed, settled`;
+
+prepareByName(PLACE_HOLDS, 'place_holds');
+prepareByName(SETTLES, 'settles');
+
+/** Most calls of one account in one group statement. */
+const MAX_GROUP = 128;
+
+interface Waiting<I, O> {
+  input: I;
+  resolve: (value: O) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Runs the writes of one account one group at a time: those queued while its previous statement was out
+ * (or within one event-loop turn) go together. Different accounts run side by side, each group statement
+ * locking a single account row, so two instances doing the same never wait on each other in a cycle.
+ */
+class PerAccountGroups<I, O> {
+  private readonly accounts = new Map<string, { waiting: Waiting<I, O>[]; running: boolean }>();
+
+  /** `runGroup` gives each input its own outcome; if it throws, every call of the group fails with it. */
+  constructor(
+    private readonly runGroup: (accountId: string, inputs: I[]) => Promise<PromiseSettledResult<O>[]>,
+  ) {}
+
+  submit(accountId: string, input: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      let queue = this.accounts.get(accountId);
+      if (!queue) {
+        queue = { waiting: [], running: false };
+        this.accounts.set(accountId, queue);
+      }
+      queue.waiting.push({ input, resolve, reject });
+      if (queue.waiting.length === 1 && !queue.running) setImmediate(() => this.start(accountId));
+    });
+  }
+
+  private start(accountId: string): void {
+    const queue = this.accounts.get(accountId);
+    if (!queue || queue.running) return;
+    if (queue.waiting.length === 0) {
+      this.accounts.delete(accountId);
+      return;
+    }
+    const group = queue.waiting.splice(0, MAX_GROUP);
+    queue.running = true;
+    this.runGroup(
+      accountId,
+      group.map((w) => w.input),
+    )
+      .then(
+        (outcomes) => {
+          for (let i = 0; i < group.length; i++) {
+            const waiting = group[i] as Waiting<I, O>;
+            const outcome = outcomes[i] as PromiseSettledResult<O>;
+            if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
+            else waiting.reject(outcome.reason);
+          }
+        },
+        (error: unknown) => {
+          for (const w of group) w.reject(error);
+        },
+      )
+      .finally(() => {
+        queue.running = false;
+        this.start(accountId);
+      });
+  }
+}
+
+type Placed = { balanceNano: number } | undefined;
+
+/**
+ * The PostgreSQL store's per-call writes, grouped by account: the calls of one account that arrive
+ * while its previous statement runs share the next one — one round trip and one lock of the account row
+ * for the group instead of one each. A lone call runs the single statements above. Results are those of
+ * running the calls one by one, in arrival order:
+ *
+ * - holds: when the balance covers the group's sum, every hold is placed; when it does not, the holds
+ *   are placed one by one, so each is taken or refused exactly as alone;
+ * - settles: those whose hold is missing or too small come back undefined and take the general settle,
+ *   as alone. Each settled call reports the balance after the whole group's settles.
+ *
+ * A group statement that fails for any other reason than the database being away is retried call by call,
+ * so a bad row fails only its own call.
+ */
+export class PostgresGroupWrites {
+  private readonly holds = new PerAccountGroups<PlaceHoldInput, Placed>((accountId, inputs) =>
+    this.placeGroup(accountId, inputs),
+  );
+  private readonly settles = new PerAccountGroups<{ input: SettleInput; now: number }, Placed>(
+    (accountId, inputs) => this.settleGroup(accountId, inputs),
+  );
+
+  constructor(private readonly db: Kysely<Database>) {}
+
+  placeHold(input: PlaceHoldInput): Promise<Placed> {
+    return this.holds.submit(input.accountId, input);
+  }
+
+  /** The usual settle (no Idempotency-Key); undefined when the general settle must run instead. */
+  settle(input: SettleInput, now: number): Promise<Placed> {
+    if (input.idempotency) return Promise.resolve(undefined);
+    return this.settles.submit(input.accountId, { input, now });
+  }
+
+  private async placeGroup(
+    accountId: string,
+    inputs: PlaceHoldInput[],
+  ): Promise<PromiseSettledResult<Placed>[]> {
+    const first = inputs[0] as PlaceHoldInput;
+    let sum = 0;
+    for (const h of inputs) sum += h.amountNano;
+    const oneOwner = inputs.every((h) => h.owner === first.owner);
+    if (inputs.length > 1 && oneOwner && Number.isSafeInteger(sum)) {
+      const placed = await unlessRefusedByRow(() =>
+        this.db.executeQuery<BalanceRow>(
+          CompiledQuery.raw(PLACE_HOLDS, [
+            accountId,
+            sum,
+            first.owner,
+            inputs.map((h) => h.holdId),
+            inputs.map((h) => h.requestId),
+            inputs.map((h) => h.amountNano),
+            inputs.map((h) => h.createdAt),
+            inputs.map((h) => h.expiresAt),
+          ]),
+        ),
+      );
+      const row = placed?.rows[0];
+      if (row) {
+        const balanceNano = toNumber(row.balance_nano);
+        return inputs.map(() => ({ status: 'fulfilled', value: { balanceNano } }));
+      }
+    }
+    // One call, or the balance does not cover them all: one by one, in arrival order.
+    return eachInTurn(inputs, (h) => placeHoldAtOnce(this.db, h));
+  }
+
+  private async settleGroup(
+    accountId: string,
+    items: { input: SettleInput; now: number }[],
+  ): Promise<PromiseSettledResult<Placed>[]> {
+    const holdIds = new Set(items.map((s) => s.input.holdId));
+    if (items.length === 1 || holdIds.size !== items.length) return this.settleEach(items);
+    const now = (items[0] as { now: number }).now;
+    const usage = items.map((s) => usageValues(s.input.usage, 0));
+    const values: unknown[] = [
+      accountId,
+      now,
+      items.map((s) => s.input.holdId),
+      items.map((s) => s.input.costNano),
+    ];
+    for (let c = 0; c < USAGE_COLUMNS.length; c++) values.push(usage.map((row) => row[c] ?? null));
+    values.push(items.map(() => `led_${timeOrderedHex(6)}`));
+    const result = await unlessRefusedByRow(() =>
+      this.db.executeQuery<{ hold_id: string; balance_nano: string | number }>(
+        CompiledQuery.raw(SETTLES, values),
+      ),
+    );
+    if (!result) return this.settleEach(items);
+    const balanceOf = new Map<string, number>();
+    for (const row of result.rows) balanceOf.set(row.hold_id, toNumber(row.balance_nano));
+    return items.map((s) => {
+      const balanceNano = balanceOf.get(s.input.holdId);
+      return { status: 'fulfilled', value: balanceNano === undefined ? undefined : { balanceNano } };
+    });
+  }
+
+  /** One by one; a call the single statement cannot settle takes the general settle, which reports. */
+  private settleEach(items: { input: SettleInput; now: number }[]): Promise<PromiseSettledResult<Placed>[]> {
+    return eachInTurn(items, (s) => settleCoveredAtOnce(this.db, s.input, s.now).catch(noneUnlessAway));
+  }
+}
+
+/**
+ * Runs `run` for each input in turn, each with its own outcome. Once the database is away the rest fail
+ * with the same error without another attempt (each would wait for its own timeout).
+ */
+async function eachInTurn<I, O>(
+  inputs: I[],
+  run: (input: I) => Promise<O>,
+): Promise<PromiseSettledResult<O>[]> {
+  const outcomes: PromiseSettledResult<O>[] = [];
+  let away: DatabaseUnavailableError | undefined;
+  for (const input of inputs) {
+    if (away) {
+      outcomes.push({ status: 'rejected', reason: away });
+      continue;
+    }
+    try {
+      outcomes.push({ status: 'fulfilled', value: await run(input) });
+    } catch (error) {
+      if (error instanceof DatabaseUnavailableError) away = error;
+      outcomes.push({ status: 'rejected', reason: error });
+    }
+  }
+  return outcomes;
+}
+
+/** A settle statement refused by the database (not away): undefined, so the general settle runs and reports. */
+function noneUnlessAway(error: unknown): undefined {
+  if (error instanceof DatabaseUnavailableError) throw error;
+  return undefined;
+}
+
+/**
+ * Runs a group statement; undefined if the database refused it (a bad row in the group, say), so the
+ * caller runs the calls one by one. The database being away fails the whole group.
+ */
+async function unlessRefusedByRow<T>(run: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await run();
+  } catch (error) {
+    if (error instanceof DatabaseUnavailableError) throw error;
+    return undefined;
+  }
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
 import type { Store } from '../../src/store/types.js';
@@ -406,6 +406,124 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): prepared statemen
     expect(await preparedAfterOneCall(false)).toEqual([]);
   });
 });
+
+describe.runIf(TEST_DIALECT === 'postgres')(
+  'store (postgres): the calls of one account written together',
+  () => {
+    /** A store with one pooled connection, so the statements it prepared can be listed. */
+    async function oneConnection(): Promise<KyselyStore> {
+      const one = (await openStore(db.url, {
+        sqliteSynchronous: 'NORMAL',
+        postgres: { poolMax: 1 },
+      })) as KyselyStore;
+      extraStores.push(one);
+      return one;
+    }
+    /** Counts the hold and settle statements `one` sends from now on. */
+    function countStatements(one: KyselyStore): { holds: () => number; settles: () => number } {
+      const spy = vi.spyOn(one.kysely, 'executeQuery');
+      const sent = (text: string) =>
+        spy.mock.calls.filter(([query]) => 'sql' in query && query.sql.includes(text)).length;
+      return { holds: () => sent('insert into holds'), settles: () => sent('delete from holds') };
+    }
+
+    it('holds and settles of one account arriving together run as one statement each, with the results of one by one', async () => {
+      const one = await oneConnection();
+      const id = await fundedAccount(one, 100_000);
+      const statements = countStatements(one);
+      const held = await Promise.all(
+        Array.from({ length: 20 }, (_, i) => one.placeHold(hold(id, `g${i}`, 1_000))),
+      );
+      expect(held.every((r) => r.ok)).toBe(true);
+      expect((await one.getAccount(id))?.balanceNano).toBe(80_000);
+      const settled = await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          one.settle({ holdId: `g${i}`, accountId: id, costNano: 300, usage: usageRow(id, `rg${i}`) }),
+        ),
+      );
+      expect(settled.every((r) => r.chargedNano === 300 && r.shortfallNano === 0)).toBe(true);
+      // Every call of the group reports the balance after the whole group.
+      expect(new Set(settled.map((r) => r.balanceNano))).toEqual(new Set([100_000 - 20 * 300]));
+      expect((await one.getAccount(id))?.balanceNano).toBe(94_000);
+      expect(await one.openHoldsNano(id)).toBe(0);
+      const { rows } = await sql<{
+        n: number;
+      }>`select count(*)::int as n from usage where account_id = ${id}`.execute(one.kysely);
+      expect(rows[0]?.n).toBe(20);
+      expect((await one.ledgerCheck()).ok).toBe(true);
+      // All twenty arrived in one event-loop turn: one hold statement, one settle statement.
+      expect([statements.holds(), statements.settles()]).toEqual([1, 1]);
+    });
+
+    it('holds the balance cannot cover together are placed one by one, in arrival order', async () => {
+      const one = await oneConnection();
+      const id = await fundedAccount(one, 10_500);
+      const statements = countStatements(one);
+      const results = await Promise.all(
+        [6_000, 5_000, 4_000, 500].map((amount, i) => one.placeHold(hold(id, `o${i}`, amount))),
+      );
+      // A refusal reports the balance when it is read, after the group (here 0, the later holds taken).
+      expect(results.map((r) => (r.ok ? 'ok' : r.reason))).toEqual([
+        'ok',
+        'insufficient_balance',
+        'ok',
+        'ok',
+      ]);
+      expect(results.map((r) => r.balanceNano)).toEqual([4_500, 0, 500, 0]);
+      expect(await one.openHoldsNano(id)).toBe(10_500);
+      expect((await one.ledgerCheck()).ok).toBe(true);
+      // The group's statement (refused: 15,500 > 10,500), then each hold alone.
+      expect(statements.holds()).toBe(5);
+    });
+
+    it('a hold of a group that the database refuses fails alone', async () => {
+      const one = await oneConnection();
+      const id = await fundedAccount(one, 10_000);
+      const statements = countStatements(one);
+      // The same hold id twice: the group's insert is refused, then the calls run one by one.
+      const [a, b, c] = await Promise.allSettled([
+        one.placeHold(hold(id, 'same', 1_000)),
+        one.placeHold(hold(id, 'same', 2_000)),
+        one.placeHold(hold(id, 'other', 3_000)),
+      ]);
+      expect(a).toMatchObject({ status: 'fulfilled', value: { ok: true } });
+      expect(b.status).toBe('rejected');
+      expect(c).toMatchObject({ status: 'fulfilled', value: { ok: true } });
+      expect(await one.openHoldsNano(id)).toBe(4_000);
+      expect((await one.getAccount(id))?.balanceNano).toBe(6_000);
+      expect((await one.ledgerCheck()).ok).toBe(true);
+      expect(statements.holds()).toBe(1 + 3);
+    });
+
+    it('in a group of settles, a short or missing hold takes the general settle and a bad row fails only its own call', async () => {
+      const one = await oneConnection();
+      const id = await fundedAccount(one, 10_000);
+      for (const h of ['s1', 's2', 's4', 's5']) await one.placeHold(hold(id, h, 1_000));
+      await one.recordUsage(usageRow(id, 'taken'));
+      const statements = countStatements(one);
+      const settle = (holdId: string, costNano: number, requestId: string) =>
+        one.settle({ holdId, accountId: id, costNano, usage: usageRow(id, requestId) });
+      const [s1, s2, s3, s4, s5] = await Promise.allSettled([
+        settle('s1', 100, 'r1'),
+        settle('s2', 2_000, 'r2'), // more than its hold: the rest from the balance
+        settle('s3', 300, 'r3'), // no such hold (released already): from the balance
+        settle('s4', 100, 'taken'), // its usage row's id exists: this call fails, alone
+        settle('s5', 0, 'r5'),
+      ]);
+      expect(s1).toMatchObject({ status: 'fulfilled', value: { chargedNano: 100, shortfallNano: 0 } });
+      expect(s2).toMatchObject({ status: 'fulfilled', value: { chargedNano: 2_000, shortfallNano: 0 } });
+      expect(s3).toMatchObject({ status: 'fulfilled', value: { chargedNano: 300, shortfallNano: 0 } });
+      expect(s4.status).toBe('rejected');
+      expect(s5).toMatchObject({ status: 'fulfilled', value: { chargedNano: 0, shortfallNano: 0 } });
+      // 6,000 after the holds, +900 back from s1, -1,000 beyond s2's hold, -300 for s3, +1,000 back from s5.
+      expect((await one.getAccount(id))?.balanceNano).toBe(6_600);
+      expect(await one.openHoldsNano(id)).toBe(1_000); // s4's hold stays open until it expires
+      expect((await one.ledgerCheck()).ok).toBe(true);
+      // The group statement ran (and was refused for s4's row) before the calls ran one by one.
+      expect(statements.settles()).toBe(1 + 5);
+    });
+  },
+);
 
 describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): timeouts and an unreachable database', () => {
   it('a statement past DATABASE_STATEMENT_TIMEOUT_MS is cancelled and reported as 503 service_unavailable', async () => {
