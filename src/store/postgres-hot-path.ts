@@ -14,11 +14,15 @@ import { USAGE_COLUMN_TYPES, USAGE_COLUMNS, usageValues } from './usage-row.js';
  * (411 req/s for one account in docs/performance.md). As one statement of data-modifying CTEs, the row is
  * locked for one statement, and the call costs one round trip. A single statement is atomic on its own.
  *
- * Both texts are fixed, written once below with numbered parameters; a call only puts its values in an
- * array. Building them per call with Kysely's `sql` template (a frozen node per value, then the compiler's
- * walk over them) cost more instructions than the rest of the call's JavaScript (docs/performance.md,
- * tenth round). Both run as named prepared statements (unless DATABASE_PREPARED_STATEMENTS=false):
- * parsing and planning them on every call took about a third of the server's CPU per call (ninth round).
+ * The calls of one account that arrive together share one statement of the same kind, with their values
+ * in arrays (`PostgresGroupWrites`, below).
+ *
+ * All four texts are fixed, written once below with numbered parameters; a call only puts its values in
+ * an array. Building them per call with Kysely's `sql` template (a frozen node per value, then the
+ * compiler's walk over them) cost more instructions than the rest of the call's JavaScript
+ * (docs/performance.md, tenth round). They run as named prepared statements (unless
+ * DATABASE_PREPARED_STATEMENTS=false): parsing and planning them on every call took about a third of the
+ * server's CPU per call (ninth round).
  */
 
 /**
@@ -307,7 +311,7 @@ export class PostgresGroupWrites {
         return inputs.map(() => ({ status: 'fulfilled', value: { balanceNano } }));
       }
     }
-    // One call, or the balance does not cover them all: one by one, in arrival order.
+    // One call, or the balance does not cover them all, or a row was refused: one by one, in arrival order.
     return eachInTurn(inputs, (h) => placeHoldAtOnce(this.db, h));
   }
 

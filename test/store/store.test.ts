@@ -410,7 +410,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): prepared statemen
 describe.runIf(TEST_DIALECT === 'postgres')(
   'store (postgres): the calls of one account written together',
   () => {
-    /** A store with one pooled connection, so the statements it prepared can be listed. */
+    /** Another store on the test database (one pooled connection), whose statements a test counts. */
     async function oneConnection(): Promise<KyselyStore> {
       const one = (await openStore(db.url, {
         sqliteSynchronous: 'NORMAL',
