@@ -4,7 +4,7 @@ import { DatabaseUnavailableError } from './database-unavailable.js';
 import { prepareByName } from './prepared-statements.js';
 import type { Database } from './schema.js';
 import { toNumber } from './schema.js';
-import type { PlaceHoldInput, SettleInput, UsageRecord } from './types.js';
+import type { PlaceHoldInput, SettleInput } from './types.js';
 import { USAGE_COLUMN_TYPES, USAGE_COLUMNS, usageValues } from './usage-row.js';
 
 /**
@@ -82,7 +82,7 @@ type BalanceRow = { balance_nano: string | number };
  * Places the hold and writes its row. Undefined when the account was not charged (inactive, missing or
  * short of money): nothing was written, and the caller words the refusal.
  */
-export async function placeHoldAtOnce(
+async function placeHoldAtOnce(
   db: Kysely<Database>,
   input: PlaceHoldInput,
 ): Promise<{ balanceNano: number } | undefined> {
@@ -102,19 +102,17 @@ export async function placeHoldAtOnce(
 }
 
 /**
- * The usual settle in one statement. Undefined when that case does not apply (an Idempotency-Key, the
- * hold gone or smaller than the cost): then nothing was written and the caller runs the general settle,
- * which also covers the shortfall rules.
+ * The usual settle in one statement (never with an Idempotency-Key: `PostgresGroupWrites.settle` sends
+ * those to the general settle). Undefined when the hold is gone or smaller than the cost: then nothing was
+ * written and the caller runs the general settle, which also covers the shortfall rules.
  */
-export async function settleCoveredAtOnce(
+async function settleCoveredAtOnce(
   db: Kysely<Database>,
   input: SettleInput,
   now: number,
 ): Promise<{ balanceNano: number } | undefined> {
-  if (input.idempotency) return undefined;
-  const u: UsageRecord = input.usage;
   const values: unknown[] = [input.holdId, input.accountId, input.costNano, `led_${timeOrderedHex(6)}`, now];
-  for (const value of usageValues(u, 0)) values.push(value);
+  for (const value of usageValues(input.usage, 0)) values.push(value);
   const { rows } = await db.executeQuery<BalanceRow>(CompiledQuery.raw(SETTLE, values));
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
