@@ -2,7 +2,7 @@
  * Bulk data for the scaling run, written straight into the real schema (after `store.migrate()`) with
  * better-sqlite3 prepared statements in batched transactions. Rows look like the ones the gateway writes:
  * random ids, keys stored as the SHA-256 of real `sk-svc-…` keys (so lookups by hash cost what they cost),
- * one credit per account, and for every past request a settled hold, a charge and a usage row — what one
+ * one credit per account, and for every past request a charge and a usage row — what one
  * served request leaves behind.
  *
  * Bulk loading only: the connection turns journaling and syncing off while it writes (a crash would
@@ -189,17 +189,6 @@ export function bulkAccounts(
   }
 }
 
-const HOLD_COLUMNS = [
-  'id',
-  'account_id',
-  'request_id',
-  'amount_nano',
-  'owner',
-  'created_at',
-  'expires_at',
-  'closed_at',
-  'close_reason',
-];
 /** USD per 1M tokens as a decimal string → nanodollars per 1M tokens (exact for the catalog's prices). */
 function priceNano(usd: string): number {
   const nano = parseUsdToNano(usd);
@@ -209,8 +198,9 @@ function priceNano(usd: string): number {
 
 /**
  * `count` past requests spread round-robin over `accounts` and over the auto-rotation providers, spaced
- * evenly over the last 30 days: for each, a settled hold, a charge in the ledger and a usage row. Each
- * account then gets one more credit equal to its charges, so the ledger still balances.
+ * evenly over the last 30 days: for each, a charge in the ledger and a usage row (a served request's hold
+ * row is deleted when it settles: the holds table holds only the calls in flight). Each account then gets
+ * one more credit equal to its charges, so the ledger still balances.
  */
 export function bulkUsage(
   file: string,
@@ -222,13 +212,10 @@ export function bulkUsage(
   const started = performance.now();
   const db = open(file);
   try {
-    checkColumns(db, 'holds', HOLD_COLUMNS);
     checkColumns(db, 'ledger', LEDGER_COLUMNS);
     checkColumns(db, 'usage', USAGE_COLUMNS);
-    const insertHold = db.prepare(insertSql('holds', HOLD_COLUMNS));
     const insertLedger = db.prepare(insertSql('ledger', LEDGER_COLUMNS));
     const insertUsage = db.prepare(insertSql('usage', USAGE_COLUMNS));
-    const holdIds = idMaker('hold_', 12);
     const ledgerIds = idMaker('led_', 12);
     const providers = CATALOG.filter((p) => p.inAutoRotation).map((p) => ({
       name: p.name,
@@ -249,7 +236,6 @@ export function bulkUsage(
 
     const batch = db.transaction((from: number, to: number) => {
       const n = to - from;
-      const hIds = holdIds(n);
       const lIds = ledgerIds(n);
       const requestIds = idMaker('chatcmpl-', 15)(n).map((id) => id.slice(0, 9 + 29));
       for (let k = 0; k < n; k++) {
@@ -265,17 +251,6 @@ export function bulkUsage(
         const cost = inputCost + outputCost;
         const created = now - span + Math.floor((i * span) / count);
         const duration = 200 + Math.floor(rand() * 3000);
-        insertHold.run(
-          hIds[k],
-          account.id,
-          requestId,
-          cost + 1000,
-          'inst_bench',
-          created,
-          created + 180_000,
-          created + duration,
-          'settled',
-        );
         insertLedger.run(lIds[k], account.id, 'charge', cost, requestId, null, created + duration);
         insertUsage.run(
           requestId,
@@ -299,7 +274,7 @@ export function bulkUsage(
         charges[a] = (charges[a] as number) + cost;
       }
     });
-    withoutSecondaryIndexes(db, ['holds', 'ledger', 'usage'], () => {
+    withoutSecondaryIndexes(db, ['ledger', 'usage'], () => {
       for (let from = 0; from < count; from += BATCH) {
         batch(from, Math.min(count, from + BATCH));
         if (count > BATCH) {

@@ -5,7 +5,7 @@
  *     and the difference isolate what the gateway adds per byte (the upstream's cost grows with the prompt
  *     for both);
  * (b) 10 → 1,000,000 accounts with a key each, requests spread over up to 1,000 of those keys;
- * (c) 0 → 10,000,000 past requests (usage rows with their holds and charges) on 1,000 accounts.
+ * (c) 0 → 10,000,000 past requests (usage rows with their charges) on 1,000 accounts.
  *
  * Each level: c50 closed loop for a short window, req/s and the gateway's CPU µs per request. Bulk data is
  * inserted straight into the real schema (bench/bulk-insert.ts); its timing is printed. Writes
@@ -285,7 +285,7 @@ async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
       const bulk = bulkAccounts(file, accounts, { sample: accounts, keepAccounts: true });
       let seconds = bulk.seconds;
       if (count > 0) {
-        log(`usage ${count.toLocaleString('en-US')}: bulk insert (holds, charges, usage rows)`);
+        log(`usage ${count.toLocaleString('en-US')}: bulk insert (charges, usage rows)`);
         seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
       }
       log(`usage ${count.toLocaleString('en-US')}: inserted in ${seconds.toFixed(1)} s; measuring`);
@@ -383,7 +383,7 @@ async function main(): Promise<void> {
   }
   if (usage.length > 0) {
     process.stdout.write(
-      `${dataTable(`Past requests (usage + hold + charge rows, on ${options.keys} accounts)`, 'usage rows', usage)}\n\n`,
+      `${dataTable(`Past requests (usage + charge rows, on ${options.keys} accounts)`, 'usage rows', usage)}\n\n`,
     );
   }
   process.stdout.write(

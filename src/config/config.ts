@@ -37,6 +37,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** SQLite `synchronous` level in WAL mode (see docs/operations.md). */
   readonly sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** Most memory SQLite's page cache of the serving connection may hold, in MiB (see docs/performance.md). */
+  readonly sqliteCacheMb: number;
   /**
    * Where the SQLite WAL is checkpointed: `inline` (SQLite's default, inside the commit that crosses
    * 1,000 WAL pages) or `background` (a worker thread every 250 ms; see docs/performance.md).
@@ -91,3 +93,14 @@ export interface Config {
   /** A dashboard session ends this long after its login, used or not. */
   readonly sessionMaxAgeMs: number;
 }
+
+/**
+ * The page cache of the serving connection, in MiB. better-sqlite3 builds SQLite with a 16 MB default
+ * (`SQLITE_DEFAULT_CACHE_SIZE=-16000`; SQLite's own is 2 MB), and under steady writes the cache fills to
+ * it with pages written once and never read again — the usage and ledger rows and their index leaves —
+ * which was 20 of the 27 MB the server's malloc heap grew by under load (docs/performance.md, eleventh
+ * round). The hot path reads only the pages of the accounts in use and the rightmost leaves it writes to;
+ * a page not cached is read back from the WAL or the database file, through the operating system's
+ * cache.
+ */
+export const DEFAULT_SQLITE_CACHE_MB = 4;

@@ -1,2 +1,2 @@
-export type { Config, LogLevel, SignupMode } from './config.js';
+export { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel, type SignupMode } from './config.js';
 export { ConfigError, loadConfig } from './load-config.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { parseUsdToNano } from '../billing/money.js';
 import { CATALOG, envNameOf } from '../providers/catalog.js';
 import type { ProviderConfig, ProviderName } from '../providers/types.js';
-import type { Config, LogLevel } from './config.js';
+import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel } from './config.js';
 
 /** Thrown when configuration is invalid; `problems` names each variable and what is wrong with it. */
 export class ConfigError extends Error {
@@ -250,6 +250,7 @@ export function loadConfig(
     redisTimeoutMs: r.int('REDIS_TIMEOUT_MS', 50, 1, 60_000),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS, 'info'),
     sqliteSynchronous: r.oneOf('SQLITE_SYNCHRONOUS', ['NORMAL', 'FULL'] as const, 'NORMAL'),
+    sqliteCacheMb: r.int('SQLITE_CACHE_MB', DEFAULT_SQLITE_CACHE_MB, 1, 65_536),
     sqliteCheckpoint: r.oneOf('SQLITE_CHECKPOINT', ['inline', 'background'] as const, 'background'),
     tokenizerPreload: r.bool('TOKENIZER_PRELOAD', false),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),

@@ -1,5 +1,11 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+// The Agent module alone, not undici's index: the index also loads fetch, WebSocket, EventSource, the
+// cache and the mock agents, none of which a gateway uses, and that code stays on the heap for the life
+// of the process — 2.9 MB of the 19.3 MB a server holds after start (docs/performance.md, eleventh round).
+// The path is not part of undici's documented API: test/providers/upstream-client.test.ts would fail on an
+// upgrade that moved it.
+import Agent from 'undici/lib/dispatcher/agent.js';
 import {
   UpstreamError,
   type UpstreamFailureKind,
@@ -74,8 +80,8 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const defaultConnectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
   // undici sets the connect timeout per Agent: one pooled Agent per distinct value (a handful at most).
-  const agents = new Map<number, Agent>();
-  const agentFor = (connectTimeoutMs: number): Agent => {
+  const agents = new Map<number, InstanceType<typeof Agent>>();
+  const agentFor = (connectTimeoutMs: number): InstanceType<typeof Agent> => {
     let agent = agents.get(connectTimeoutMs);
     if (!agent) {
       agent = new Agent({

@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import { type Config, DEFAULT_SQLITE_CACHE_MB } from '../config/index.js';
 import { KyselyStore } from './kysely-store.js';
 import type { PostgresOptions } from './open-postgres.js';
 import { openSqlite } from './open-sqlite.js';
@@ -10,6 +10,8 @@ export type { Store } from './types.js';
 
 export interface OpenStoreOptions {
   sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** SQLite page cache of the connection, in MiB (default {@link DEFAULT_SQLITE_CACHE_MB}). */
+  sqliteCacheMb?: number;
   now?: () => number;
   /**
    * SQLite: checkpoint the WAL from a background thread instead of inside commits (long-running servers;
@@ -30,6 +32,7 @@ export function storeOptionsFrom(
 ): OpenStoreOptions {
   return {
     sqliteSynchronous: config.sqliteSynchronous,
+    sqliteCacheMb: config.sqliteCacheMb,
     ...(extra.now ? { now: extra.now } : {}),
     postgres: {
       poolMax: config.databasePoolMax,
@@ -48,7 +51,10 @@ export async function openStore(
   options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
 ): Promise<Store> {
   if (url.startsWith('sqlite:')) {
-    const { db, sqlite, file } = openSqlite(url, { synchronous: options.sqliteSynchronous });
+    const { db, sqlite, file } = openSqlite(url, {
+      synchronous: options.sqliteSynchronous,
+      cacheMb: options.sqliteCacheMb ?? DEFAULT_SQLITE_CACHE_MB,
+    });
     const checkpointer =
       options.sqliteBackgroundCheckpoint && file !== ':memory:'
         ? new SqliteCheckpointer(sqlite, file, options.sqliteBackgroundCheckpoint.onFailure)

@@ -42,6 +42,8 @@ export function sqlitePathOf(url: string): string {
 export interface SqliteOptions {
   /** NORMAL (default) or FULL; see docs/operations.md for what each can lose on power failure. */
   synchronous: 'NORMAL' | 'FULL';
+  /** Most memory the connection's page cache may hold, in MiB. */
+  cacheMb: number;
 }
 
 /** Opens (creating if needed) a SQLite database file in WAL mode. */
@@ -57,6 +59,7 @@ export function openSqlite(
   sqlite.pragma(`synchronous = ${options.synchronous}`);
   sqlite.pragma('busy_timeout = 5000');
   sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma(`cache_size = ${-Math.round(options.cacheMb * 1024)}`);
   const db = new Kysely<Database>({ dialect: new ImmediateSqliteDialect({ database: sqlite }) });
   return { db, file, sqlite };
 }

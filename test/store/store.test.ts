@@ -56,6 +56,18 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     },
   );
 
+  it.runIf(TEST_DIALECT === 'sqlite')(
+    'the page cache of the serving connection is SQLITE_CACHE_MB, 4 MiB unless set',
+    async () => {
+      const cacheOf = (s: Store) =>
+        (s as unknown as { sqlite: SQLite.Database }).sqlite.pragma('cache_size', { simple: true });
+      expect(cacheOf(store)).toBe(-4096);
+      const larger = await openStore(db.url, { sqliteSynchronous: 'NORMAL', sqliteCacheMb: 32 });
+      extraStores.push(larger);
+      expect(cacheOf(larger)).toBe(-32 * 1024);
+    },
+  );
+
   it('the store reports its dialect', () => {
     expect(store.dialect).toBe(TEST_DIALECT);
   });

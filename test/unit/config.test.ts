@@ -41,6 +41,14 @@ describe('loadConfig', () => {
     });
   });
 
+  it('SQLITE_CACHE_MB sets the page cache of the serving SQLite connection, 4 MiB unless set', () => {
+    expect(loadConfig({}).sqliteCacheMb).toBe(4);
+    expect(loadConfig({ SQLITE_CACHE_MB: '64' }).sqliteCacheMb).toBe(64);
+    for (const bad of ['0', 'lots', '-2']) {
+      expect(() => loadConfig({ SQLITE_CACHE_MB: bad })).toThrow(/SQLITE_CACHE_MB/);
+    }
+  });
+
   it('lists every problem with the variable name', () => {
     try {
       loadConfig({
