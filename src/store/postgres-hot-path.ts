@@ -224,39 +224,32 @@ class PerAccountGroups<I, O> {
       accountId,
       group.map((w) => w.input),
     )
-      .then(
-        (outcomes) => {
-          let away: DatabaseUnavailableError | undefined;
-          for (let i = 0; i < group.length; i++) {
-            const waiting = group[i] as Waiting<I, O>;
-            const outcome = outcomes[i] as PromiseSettledResult<O>;
-            if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
-            else {
-              if (outcome.reason instanceof DatabaseUnavailableError) away ??= outcome.reason;
-              waiting.reject(outcome.reason);
-            }
-          }
-          if (away) this.failWaiting(queue, away);
-        },
-        (error: unknown) => {
-          for (const w of group) w.reject(error);
-          if (error instanceof DatabaseUnavailableError) this.failWaiting(queue, error);
-        },
+      // A group that failed as a whole: every call of it failed with that error.
+      .catch((error: unknown) =>
+        group.map((): PromiseSettledResult<O> => ({ status: 'rejected', reason: error })),
       )
+      .then((outcomes) => {
+        let away: DatabaseUnavailableError | undefined;
+        for (let i = 0; i < group.length; i++) {
+          const waiting = group[i] as Waiting<I, O>;
+          const outcome = outcomes[i] as PromiseSettledResult<O>;
+          if (outcome.status === 'fulfilled') waiting.resolve(outcome.value);
+          else {
+            if (outcome.reason instanceof DatabaseUnavailableError) away ??= outcome.reason;
+            waiting.reject(outcome.reason);
+          }
+        }
+        // The statement found the database away (no connection in time, a broken one, a statement past
+        // its timeout): the calls that queued behind it meanwhile fail with the same error now. Each would
+        // otherwise be sent only after that failure and wait out its own timeouts, so a call arriving
+        // during an outage would take up to twice the configured bound to get its 503
+        // (test/scale/faults.test.ts).
+        if (away) for (const w of queue.waiting.splice(0)) w.reject(away);
+      })
       .finally(() => {
         queue.running = false;
         this.start(accountId);
       });
-  }
-
-  /**
-   * The statement ahead found the database away (no connection in time, a broken one, a statement past
-   * its timeout): the calls that queued behind it meanwhile fail with the same error now. Each would
-   * otherwise be sent only after that failure and wait out its own timeouts, so a call arriving during
-   * an outage would take up to twice the configured bound to get its 503 (test/scale/faults.test.ts).
-   */
-  private failWaiting(queue: { waiting: Waiting<I, O>[] }, error: DatabaseUnavailableError): void {
-    for (const w of queue.waiting.splice(0)) w.reject(error);
   }
 }
 
