@@ -135,7 +135,10 @@ class Connection {
 export class RawClient {
   private readonly idle: Connection[] = [];
   private readonly all = new Set<Connection>();
+  /** Sockets opened and not connected yet; `close` ends these too. */
+  private readonly connectingSockets = new Set<Socket>();
   private connecting = 0;
+  private closed = false;
   private readonly queue: Pending[] = [];
   private queueHead = 0;
 
@@ -163,10 +166,17 @@ export class RawClient {
   }
 
   private open(): void {
+    if (this.closed) return;
     this.connecting++;
     const socket = connect({ host: this.req.host, port: this.req.port });
+    this.connectingSockets.add(socket);
     let conn: Connection | undefined;
     socket.once('connect', () => {
+      this.connectingSockets.delete(socket);
+      if (this.closed) {
+        socket.destroy(); // counted down in the close callback, as a socket that never connected
+        return;
+      }
       this.connecting--;
       if (conn) {
         this.all.add(conn);
@@ -178,6 +188,7 @@ export class RawClient {
       this.req.body,
       (c) => this.free(c),
       (c, inFlight, gotBytes) => {
+        this.connectingSockets.delete(socket);
         const wasOpen = this.all.delete(c);
         if (wasOpen) {
           const i = this.idle.indexOf(c);
@@ -217,7 +228,14 @@ export class RawClient {
     else this.idle.push(conn);
   }
 
+  /**
+   * Ends every socket, those still connecting included: one that connected after `close` would otherwise
+   * stay open, idle, for the rest of the process (an open-loop run ends with many such after a stall).
+   */
   close(): void {
+    this.closed = true;
+    for (const socket of this.connectingSockets) socket.destroy();
+    this.connectingSockets.clear();
     for (const conn of this.all) conn.socket.destroy();
     this.all.clear();
     this.idle.length = 0;
