@@ -32,19 +32,21 @@ function oldSpaceGrowthMb(tuned: boolean): number {
 }
 
 describe('V8 tuning of a Tollgate process (src/cli/v8-tuning.ts)', () => {
-  it('turns allocation-site pretenuring off unless node was given the flag either way', () => {
-    expect(V8_FLAGS).toEqual(['--no-allocation-site-pretenuring']);
-    expect(flagsToSet([])).toEqual(['--no-allocation-site-pretenuring']);
-    expect(flagsToSet(['--max-old-space-size=512', '--enable-source-maps'])).toEqual([
-      '--no-allocation-site-pretenuring',
-    ]);
-    expect(flagsToSet(['--allocation-site-pretenuring'])).toEqual([]);
-    expect(flagsToSet(['--no-allocation-site-pretenuring'])).toEqual([]);
-    expect(flagsToSet(['--allocation_site_pretenuring'])).toEqual([]);
+  it('turns allocation-site pretenuring off and fixes the growing factor, unless node was given either flag', () => {
+    expect(V8_FLAGS).toEqual(['--no-allocation-site-pretenuring', '--heap-growing-percent=30']);
+    expect(flagsToSet([])).toEqual(V8_FLAGS);
+    expect(flagsToSet(['--max-old-space-size=512', '--enable-source-maps'])).toEqual(V8_FLAGS);
+    expect(flagsToSet(['--allocation-site-pretenuring'])).toEqual(['--heap-growing-percent=30']);
+    expect(flagsToSet(['--no-allocation-site-pretenuring'])).toEqual(['--heap-growing-percent=30']);
+    expect(flagsToSet(['--allocation_site_pretenuring'])).toEqual(['--heap-growing-percent=30']);
+    expect(flagsToSet(['--heap-growing-percent=0'])).toEqual(['--no-allocation-site-pretenuring']);
+    expect(flagsToSet(['--heap_growing_percent=50', '--allocation-site-pretenuring'])).toEqual([]);
     const set: string[] = [];
     expect(tuneV8(['--max-semi-space-size=8'], (flag) => set.push(flag))).toEqual(V8_FLAGS);
     expect(set).toEqual(V8_FLAGS);
-    expect(tuneV8(['--allocation-site-pretenuring'], (flag) => set.push(flag))).toEqual([]);
+    expect(
+      tuneV8(['--allocation-site-pretenuring', '--heap-growing-percent=10'], (flag) => set.push(flag)),
+    ).toEqual([]);
     expect(set).toEqual(V8_FLAGS);
   });
 

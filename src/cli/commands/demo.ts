@@ -9,7 +9,7 @@ import { startSimulator } from '../../simulator/index.js';
 import type { Store } from '../../store/types.js';
 import { CliError } from '../cli-error.js';
 import type { Output } from '../output.js';
-import { shutdownOnSignals } from './serve.js';
+import { governServerHeap, shutdownOnSignals } from './serve.js';
 
 export const DEMO_EMAIL = 'demo@tollgate.local';
 const DEMO_KEY_NAME = 'demo key';
@@ -57,6 +57,7 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
   });
   const server = await createServer(config);
   const url = await server.listen();
+  governServerHeap(server);
 
   const { accountId, password } = await ensureDemoAccount(server.store);
   for (const key of await server.store.listApiKeys(accountId)) {

@@ -1,6 +1,8 @@
 import type { Config } from '../../config/index.js';
 import { createServer, type Server } from '../../http/server.js';
+import { DYNAMIC_FOR_MS, governHeapGrowth, MAX_MARK_COMPACT_SHARE } from '../heap-growth.js';
 import type { Output } from '../output.js';
+import { FIXED_GROWING_PERCENT } from '../v8-tuning.js';
 
 /**
  * Stops the server on SIGTERM/SIGINT: stop accepting, finish and settle in-flight requests, close the
@@ -27,10 +29,26 @@ export function shutdownOnSignals(server: Server, onClosed: () => Promise<void> 
   process.once('SIGINT', stop);
 }
 
+/**
+ * Fixes V8's growing factor while the server's mark-compacts are cheap and hands it back to V8 for a while
+ * when they are not (src/cli/heap-growth.ts); each change is logged at debug level.
+ */
+export function governServerHeap(server: Server): void {
+  governHeapGrowth((mode) =>
+    server.app.log.debug(
+      { mode },
+      mode === 'fixed'
+        ? `heap growth: factor fixed at ${1 + FIXED_GROWING_PERCENT / 100}`
+        : `heap growth: V8's own factor for ${DYNAMIC_FOR_MS / 1000} s (mark-compacts took over ${MAX_MARK_COMPACT_SHARE * 100}% of the time)`,
+    ),
+  );
+}
+
 /** `tollgate serve` — the server, in this process. */
 export async function serve(config: Config, out: Output): Promise<void> {
   const server = await createServer(config);
   const url = await server.listen();
+  governServerHeap(server);
   const active = server.registry
     .all()
     .filter((s) => s.active)
