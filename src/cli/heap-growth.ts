@@ -36,9 +36,9 @@ export type HeapGrowthMode = 'fixed' | 'dynamic';
  * The decision alone, fed with each mark-compact's start (ms) and pause; testable without V8.
  *
  * Measured on the benchmark's machine (docs/performance.md "Twelfth round"): with small calls a
- * mark-compact came every 10–30 s under steady load and every 1–2 s in the burst a load starts with, each
- * pausing 10–40 ms (1–2% of the time); with 100 KiB prompts and the fixed factor one came every ~0.2 s
- * (~6%), with V8's own factor every ~2 s.
+ * mark-compact came every 10–30 s under steady load (~0.1% of the time) and every 1–2 s in the burst a
+ * load starts with (~1.5%), each pausing 10–45 ms; with 100 KiB prompts and the fixed factor one came
+ * every ~0.2 s (~6%), with V8's own factor every ~2 s.
  */
 export class HeapGrowthPolicy {
   mode: HeapGrowthMode = 'fixed';

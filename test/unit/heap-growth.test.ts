@@ -124,7 +124,7 @@ describe('heap growth governor (src/cli/heap-growth.ts)', () => {
     expect(changes).toEqual([]);
   });
 
-  it('makes V8 grow the heap by 1.3 from the start, and by its own factor once mark-compacts come close', () => {
+  it('makes V8 grow the heap by 1.3 from the start, and by its own factor once mark-compacts take too long', () => {
     // Runs the built modules, as bin/tollgate does (`npm test` builds first).
     expect(existsSync(GROWTH), `${GROWTH} is missing: run \`npm run build\``).toBe(true);
     const v8 = factors('v8');
