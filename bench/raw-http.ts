@@ -136,8 +136,7 @@ export class RawClient {
   private readonly idle: Connection[] = [];
   private readonly all = new Set<Connection>();
   /** Sockets opened and not connected yet; `close` ends these too. */
-  private readonly connectingSockets = new Set<Socket>();
-  private connecting = 0;
+  private readonly connecting = new Set<Socket>();
   private closed = false;
   private readonly queue: Pending[] = [];
   private queueHead = 0;
@@ -162,22 +161,21 @@ export class RawClient {
       return;
     }
     this.queue.push(pending);
-    if (this.all.size + this.connecting < this.maxConnections && this.connecting < this.queued) this.open();
+    if (this.all.size + this.connecting.size < this.maxConnections && this.connecting.size < this.queued)
+      this.open();
   }
 
   private open(): void {
     if (this.closed) return;
-    this.connecting++;
     const socket = connect({ host: this.req.host, port: this.req.port });
-    this.connectingSockets.add(socket);
+    this.connecting.add(socket);
     let conn: Connection | undefined;
     socket.once('connect', () => {
-      this.connectingSockets.delete(socket);
+      this.connecting.delete(socket);
       if (this.closed) {
-        socket.destroy(); // counted down in the close callback, as a socket that never connected
+        socket.destroy();
         return;
       }
-      this.connecting--;
       if (conn) {
         this.all.add(conn);
         this.free(conn);
@@ -188,7 +186,7 @@ export class RawClient {
       this.req.body,
       (c) => this.free(c),
       (c, inFlight, gotBytes) => {
-        this.connectingSockets.delete(socket);
+        this.connecting.delete(socket);
         const wasOpen = this.all.delete(c);
         if (wasOpen) {
           const i = this.idle.indexOf(c);
@@ -196,7 +194,6 @@ export class RawClient {
         } else {
           // Could not connect: fail one waiting request, so a dead target drains the queue instead of
           // hanging it.
-          this.connecting--;
           this.takeQueued()?.done(undefined);
         }
         if (inFlight) {
@@ -205,7 +202,7 @@ export class RawClient {
           else inFlight.done(undefined);
         }
         // Requests still waiting need a socket in place of this one.
-        if (this.queued > this.connecting && this.all.size + this.connecting < this.maxConnections)
+        if (this.queued > this.connecting.size && this.all.size + this.connecting.size < this.maxConnections)
           this.open();
       },
     );
@@ -234,8 +231,8 @@ export class RawClient {
    */
   close(): void {
     this.closed = true;
-    for (const socket of this.connectingSockets) socket.destroy();
-    this.connectingSockets.clear();
+    for (const socket of this.connecting) socket.destroy();
+    this.connecting.clear();
     for (const conn of this.all) conn.socket.destroy();
     this.all.clear();
     this.idle.length = 0;

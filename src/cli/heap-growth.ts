@@ -1,7 +1,3 @@
-import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { setFlagsFromString } from 'node:v8';
-import { FIXED_GROWING_PERCENT, flagName } from './v8-tuning.js';
-
 /**
  * How far V8 lets the old generation grow past its live size before the next full collection (a
  * mark-compact), chosen by load.
@@ -11,15 +7,19 @@ import { FIXED_GROWING_PERCENT, flagName } from './v8-tuning.js';
  * fast, so a mark-compact that falls there lets the heap grow to up to four times its live size, and
  * resident memory rises by tens of MB for the next minutes and falls again (docs/performance.md,
  * "Eighth round" and "Twelfth round"). With small calls the factor V8 settles on under steady load is 1.1,
- * so fixing it near that costs nothing; with large prompts, whose text goes straight to the old
- * generation, a low factor means a mark-compact every few megabytes (+56% CPU per call with 100 KiB
- * conversations when fixed at 1.3).
+ * so fixing it near that costs nothing; with large prompts, whose text the calls in flight hold long
+ * enough for it to be promoted to the old generation, a low factor means a mark-compact every few
+ * megabytes (+56% CPU per call with 100 KiB conversations when fixed at 1.3).
  *
  * So the factor is fixed at 1.3 (`--heap-growing-percent=30`, V8's own conservative factor; V8 reads the
  * flag each time it sets a limit; bin/tollgate sets it at start, ./v8-tuning.ts) as long as mark-compacts
  * take a small share of the time, and left to V8 for a minute whenever they take more — which is what
  * fast old-generation allocation, large prompts, makes them do.
  */
+import { constants, PerformanceObserver } from 'node:perf_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { FIXED_GROWING_PERCENT, flagName } from './v8-tuning.js';
+
 /**
  * The share of time that mark-compact pauses may take under the fixed factor: V8's own target (it sizes
  * the heap for a mutator utilisation of 97%). Above it, V8 gets the factor back.
