@@ -2,10 +2,12 @@
  * The load generator: a child process (pinned by the harness to the load generator's CPU) that runs one job
  * at a time, sent over the IPC channel, and answers with its figures.
  *
- * - `closed`: N connections each sending the next request as soon as the previous answer arrived
- *   (autocannon). Only answers that complete inside the measurement window (after the warm-up) count;
- *   the target's CPU time is read from /proc at the window's two ends, by this process, so the CPU window
- *   and the request count cover the same interval.
+ * - `closed`: N connections each sending the next request as soon as the previous answer arrived, on wrk
+ *   (`wrk.ts`) or autocannon. With autocannon, one run covers warm-up and window, and only answers that
+ *   complete inside the window count; with wrk, as in the issue's reference figures, the warm-up is a wrk
+ *   run of its own and the window a second one, and its figures are wrk's. Either way the target's CPU time
+ *   is read from /proc at the window's two ends, by this process, so the CPU window and the request count
+ *   cover the same interval (with wrk, also the few milliseconds of its start and of connecting).
  * - `open`: requests sent at fixed scheduled times (every 1/rate s) whatever the answers do, over an
  *   small keep-alive client (`raw-http.ts`) with enough connections; latency is measured from the *scheduled* send time, so a stalled
  *   target shows up in the latency instead of slowing the generator down (no coordinated omission).
@@ -19,9 +21,10 @@
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { cpuTimeOfCommandUs, cpuTimeUs } from './proc-stats.js';
+import { cpuTimeOfCommandUs, cpuTimeUs, reapedCpuUs } from './proc-stats.js';
 import { RawClient, requestHead } from './raw-http.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
+import { WrkRun } from './wrk.js';
 
 export interface RequestSpec {
   url: string;
@@ -37,8 +40,12 @@ export interface CpuProbe {
   withDescendants: boolean;
 }
 
+/** The closed loop's client: wrk's path, or autocannon (in this process). */
+export type ClosedGenerator = { kind: 'wrk'; path: string } | { kind: 'autocannon' };
+
 export interface ClosedJob {
   kind: 'closed';
+  generator: ClosedGenerator;
   request: RequestSpec;
   connections: number;
   warmupSec: number;
@@ -80,9 +87,14 @@ export interface Outcomes {
 
 export interface ClosedResult extends Outcomes {
   kind: 'closed';
+  generator: 'wrk' | 'autocannon';
   windowSec: number;
   /** 200 answers per second inside the window. */
   rps: number;
+  /**
+   * With autocannon, each answer's time; with wrk, wrk's figures, which it corrects for coordinated
+   * omission (samples added for every answer slower than the mean cycle), so their tail is higher.
+   */
   latency: LatencySummary;
   /** CPU µs used by each probed process over the window (undefined where /proc is not readable). */
   cpuUs: (number | undefined)[];
@@ -129,6 +141,54 @@ function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
 }
 
 async function runClosed(job: ClosedJob): Promise<ClosedResult> {
+  return job.generator.kind === 'wrk' ? runClosedWrk(job, job.generator.path) : runClosedAutocannon(job);
+}
+
+function cpuDelta(start: (number | undefined)[], end: (number | undefined)[]): (number | undefined)[] {
+  return start.map((s, i) => {
+    const e = end[i];
+    return s === undefined || e === undefined ? undefined : e - s;
+  });
+}
+
+async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult> {
+  const wrk = new WrkRun(path, job.request);
+  try {
+    if (job.warmupSec > 0) await wrk.run(job.connections, job.warmupSec);
+    const cpuStart = cpuNow(job.cpu);
+    const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+    // wrk's CPU reaches this process's reaped-children time when it is waited for, before 'close'.
+    const generatorStart = reapedCpuUs();
+    const summary = await wrk.run(job.connections, job.durationSec);
+    const cpuEnd = cpuNow(job.cpu);
+    const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+    const generatorEnd = reapedCpuUs();
+
+    const windowSec = summary.durationUs / 1e6;
+    const ok = summary.requests - summary.status;
+    const errors = summary.connect + summary.read + summary.write + summary.timeout;
+    return {
+      kind: 'closed',
+      generator: 'wrk',
+      windowSec,
+      rps: ok / windowSec,
+      latency: { count: summary.requests, ...summary.latency },
+      cpuUs: cpuDelta(cpuStart, cpuEnd),
+      ...(commandStart !== undefined && commandEnd !== undefined
+        ? { cpuCommandUs: commandEnd - commandStart }
+        : {}),
+      generatorCpuUsPerReq:
+        generatorStart === undefined || generatorEnd === undefined
+          ? Number.NaN
+          : (generatorEnd - generatorStart) / Math.max(1, summary.requests + errors),
+      ...outcomes(ok, summary.status, errors, summary.status > 0 ? { '400-599': summary.status } : {}),
+    };
+  } finally {
+    wrk.dispose();
+  }
+}
+
+async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
   const latency = new Samples();
   const statuses: Record<string, number> = {};
   let ok = 0;
@@ -192,13 +252,11 @@ async function runClosed(job: ClosedJob): Promise<ClosedResult> {
   const windowSec = (end - start) / 1000;
   return {
     kind: 'closed',
+    generator: 'autocannon',
     windowSec,
     rps: ok / windowSec,
     latency: latency.summary(),
-    cpuUs: cpuStart.map((s, i) => {
-      const e = cpuEnd[i];
-      return s === undefined || e === undefined ? undefined : e - s;
-    }),
+    cpuUs: cpuDelta(cpuStart, cpuEnd),
     ...(commandStart !== undefined && commandEnd !== undefined
       ? { cpuCommandUs: commandEnd - commandStart }
       : {}),

@@ -89,6 +89,12 @@ export function cpuTimeUs(pid: number, withDescendants = false): number | undefi
   return (ticks * 1e6) / clkTck();
 }
 
+/** CPU time (µs) of this process's children that it has waited for (cutime + cstime). */
+export function reapedCpuUs(): number | undefined {
+  const stat = readStat(process.pid);
+  return stat ? (stat.reaped * 1e6) / clkTck() : undefined;
+}
+
 function statusField(pid: number, name: 'VmHWM' | 'VmRSS'): number | undefined {
   try {
     const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(

@@ -10,8 +10,9 @@ import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'nod
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
-import type { Job, JobResult, LoadgenMessage } from './loadgen.js';
+import type { ClosedGenerator, Job, JobResult, LoadgenMessage } from './loadgen.js';
 import { sleep } from './stats.js';
+import { findWrk } from './wrk.js';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 export const BIN = join(ROOT, 'bin', 'tollgate');
@@ -225,7 +226,7 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
 // ── child scripts ────────────────────────────────────────────────────────────
 
 /** The harness's own child-process scripts; they import nothing from `src/`. */
-const CHILD_SCRIPTS = ['stats.ts', 'proc-stats.ts', 'raw-http.ts', 'loadgen.ts', 'bare-proxy.ts'];
+const CHILD_SCRIPTS = ['stats.ts', 'proc-stats.ts', 'raw-http.ts', 'wrk.ts', 'loadgen.ts', 'bare-proxy.ts'];
 
 /**
  * Transpiles the child-process scripts to `dist/bench/*.js`, so they run under plain `node`: a loader such
@@ -248,6 +249,37 @@ export function compileChildScripts(): void {
 }
 
 // ── load generator ───────────────────────────────────────────────────────────
+
+/** The `--generator` flag's help text, shared by the scripts that run closed loops. */
+export const GENERATOR_FLAG = {
+  type: 'string',
+  help: 'closed-loop client: wrk (default when installed) or autocannon',
+} as const;
+
+/**
+ * The closed loop's client for `--generator` (`wrk`, `autocannon`, or unset: wrk when it is on PATH, as in
+ * the issue's reference figures, else autocannon). Exits with a usage error when wrk is asked for and
+ * missing. `reason` is for the log line and the JSON.
+ */
+export function chooseGenerator(flag: string | undefined): { generator: ClosedGenerator; reason: string } {
+  if (flag !== undefined && flag !== 'wrk' && flag !== 'autocannon') {
+    process.stderr.write(`--generator must be wrk or autocannon (got ${flag})\n`);
+    process.exit(2);
+  }
+  const wrk = flag === 'autocannon' ? undefined : findWrk();
+  if (wrk) return { generator: { kind: 'wrk', path: wrk }, reason: `wrk (${wrk})` };
+  if (flag === 'wrk') {
+    process.stderr.write('--generator wrk: wrk is not on PATH (apt-get install wrk)\n');
+    process.exit(2);
+  }
+  return {
+    generator: { kind: 'autocannon' },
+    reason:
+      flag === 'autocannon'
+        ? 'autocannon (--generator autocannon)'
+        : 'autocannon (wrk is not on PATH: apt-get install wrk for the lighter generator of the reference figures)',
+  };
+}
 
 /** The load generator child process (pinned to the load CPU); runs one job at a time. */
 export class LoadGen {

@@ -47,6 +47,10 @@ export interface TargetSummary {
   halfP99OverBareMs?: number;
   cpuUsPerReq?: number;
   cpuVsBare?: number;
+  /** req/s ÷ Portkey's req/s in the same run (median of the per-run ratios). */
+  rpsVsPortkey?: number;
+  /** Portkey's CPU per request ÷ this target's, per run. */
+  cpuVsPortkey?: number;
   dbCpuUsPerReq?: number;
   peakRssMb?: number;
   /** Worst error rate over every phase of every run, 0..1. */
@@ -65,13 +69,18 @@ export interface GoalResult {
 function perRun(
   records: readonly RunRecord[],
   target: TargetName,
-  pick: (m: RunMetrics, bare: RunMetrics | undefined, sim: RunMetrics | undefined) => number | undefined,
+  pick: (
+    m: RunMetrics,
+    bare: RunMetrics | undefined,
+    sim: RunMetrics | undefined,
+    portkey: RunMetrics | undefined,
+  ) => number | undefined,
 ): number | undefined {
   const values: (number | undefined)[] = [];
   for (const r of records) {
     if (r.target !== target || !r.metrics) continue;
     const same = (name: TargetName) => records.find((o) => o.run === r.run && o.target === name)?.metrics;
-    values.push(pick(r.metrics, same('bare'), same('sim')));
+    values.push(pick(r.metrics, same('bare'), same('sim'), same('portkey')));
   }
   return median(values);
 }
@@ -122,6 +131,8 @@ export function summarize(
       halfP99OverBareMs: m((x, bare) => diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99)),
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
       cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
+      rpsVsPortkey: m((x, _bare, _sim, portkey) => ratio(x.c50.rps, portkey?.c50.rps)),
+      cpuVsPortkey: m((x, _bare, _sim, portkey) => ratio(portkey?.cpuUsPerReq, x.cpuUsPerReq)),
       dbCpuUsPerReq: m((x) => x.dbCpuUsPerReq),
       peakRssMb: m((x) => x.peakRssMb),
       errorRate: Math.max(...measured.map((r) => r.metrics?.errorRate ?? 0)),
@@ -158,6 +169,12 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
         `${r.toFixed(2)}×`,
       );
     }
+    check(
+      "req/s at c50 ≥ 8× Portkey's (and its CPU per request ÷ ours, for reference)",
+      s.rpsVsPortkey,
+      (v) => v >= 8,
+      (v) => `${v.toFixed(1)}× (CPU ${s.cpuVsPortkey === undefined ? '—' : `${s.cpuVsPortkey.toFixed(1)}×`})`,
+    );
     check(
       'gateway CPU per request ≤ 1.4× the bare proxy',
       s.cpuVsBare,

@@ -9,7 +9,15 @@
  */
 import { measure } from './measure.js';
 import { readFlags } from './options.js';
-import { cleanupAll, compileChildScripts, detectPinning, LoadGen, pinSelf } from './processes.js';
+import {
+  chooseGenerator,
+  cleanupAll,
+  compileChildScripts,
+  detectPinning,
+  GENERATOR_FLAG,
+  LoadGen,
+  pinSelf,
+} from './processes.js';
 import {
   evaluateGoals,
   machineInfo,
@@ -46,6 +54,7 @@ const flags = readFlags('npm run bench --', {
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
   },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  generator: GENERATOR_FLAG,
   env: {
     type: 'string',
     help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=inline,METRICS_ENABLED=false",
@@ -62,6 +71,7 @@ const options = {
   accounts: Math.max(1, Math.round(flags.number('accounts', 1))),
   pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
+const closedLoop = chooseGenerator(flags.string('generator'));
 const tollgateEnv = flags.env('env');
 const only = flags.list('only');
 const unknown = only?.filter((t) => !ALL_TARGETS.includes(t as TargetName)) ?? [];
@@ -88,6 +98,7 @@ async function main(): Promise<void> {
       .join(' ')}`,
   );
   log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
+  log(`closed loop: ${closedLoop.reason}`);
   log(
     `${options.runs} run(s) × [${targets.join(', ')}]: c${options.connections} ${options.durationSec}s after ${options.warmupSec}s warm-up, ` +
       `c1, open loop at ${options.fixedRate}/s and at half max (${options.durationSec}s each)`,
@@ -123,7 +134,12 @@ async function main(): Promise<void> {
           }
           throw err;
         }
-        const metrics = await measure(target, loadgen, options, (line) => log(`${label}: ${line}`));
+        const metrics = await measure(
+          target,
+          loadgen,
+          { ...options, generator: closedLoop.generator },
+          (line) => log(`${label}: ${line}`),
+        );
         records.push({ run, target: name, metrics });
         const err = metrics.errorRate > 0 ? `, errors ${(metrics.errorRate * 100).toFixed(2)}%` : '';
         log(
@@ -151,7 +167,7 @@ async function main(): Promise<void> {
   );
   process.stdout.write(`${renderTable(summaries)}\n\n`);
   process.stdout.write(
-    "req/s: c50 closed loop · c1: unloaded latency · +p50: c1 p50 minus the simulator's · " +
+    `req/s: c50 closed loop (${closedLoop.generator.kind}) · c1: unloaded latency · +p50: c1 p50 minus the simulator's · ` +
       `${options.fixedRate}/s and ½max: open loop, latency from the scheduled send time · ` +
       'CPU: target process over the c50 window · RSS: VmHWM after c50 · errors: non-200 + failed, worst phase (! > 1%)\n\n',
   );
@@ -169,7 +185,7 @@ async function main(): Promise<void> {
       kind: 'tollgate-bench',
       startedAt: startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
-      options: { ...options, targets, quick, tollgateEnv },
+      options: { ...options, targets, quick, tollgateEnv, generator: closedLoop.reason },
       machine: { ...machine, loadavgAtEnd: machineInfo().loadavg },
       pinning,
       summaries,

@@ -24,9 +24,11 @@ import {
 import type { ClosedResult } from './loadgen.js';
 import { parseSize, readFlags } from './options.js';
 import {
+  chooseGenerator,
   cleanupAll,
   compileChildScripts,
   detectPinning,
+  GENERATOR_FLAG,
   LoadGen,
   type Pinning,
   pinSelf,
@@ -53,6 +55,7 @@ const flags = readFlags('npm run bench:scaling --', {
   keys: { type: 'string', help: 'keys the requests are spread over (default 1000)' },
   connections: { type: 'string', help: 'closed-loop connections (default 50)' },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  generator: GENERATOR_FLAG,
   env: {
     type: 'string',
     help: "Tollgate's extra environment, e.g. NODE_OPTIONS=--max-semi-space-size=8",
@@ -71,6 +74,7 @@ const options = {
   tollgateEnv: flags.env('env'),
 };
 const parts = flags.list('only') ?? ['prompt', 'accounts', 'usage'];
+const closedLoop = chooseGenerator(flags.string('generator'));
 
 const startedAt = new Date();
 const log = (line: string) => {
@@ -125,6 +129,7 @@ async function measureC50(pinning: Pinning, start: () => Promise<RunningTarget>)
       target = await start();
       const result = await loadgen.run<ClosedResult>({
         kind: 'closed',
+        generator: closedLoop.generator,
         request: target.request,
         connections: options.connections,
         warmupSec: options.warmupSec,
@@ -331,6 +336,7 @@ async function main(): Promise<void> {
   pinSelf(pinning.load);
   compileChildScripts();
   log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
+  log(`closed loop: ${closedLoop.reason}`);
   log(
     `c${options.connections} ${options.durationSec}s after ${options.warmupSec}s warm-up per level; parts: ${parts.join(', ')}`,
   );
@@ -397,7 +403,7 @@ async function main(): Promise<void> {
       kind: 'tollgate-bench-scaling',
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
-      options: { ...options, parts },
+      options: { ...options, parts, generator: closedLoop.reason },
       machine: machineInfo(),
       pinning,
       prompt,

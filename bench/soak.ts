@@ -10,7 +10,15 @@
 import type { ClosedResult, OpenResult } from './loadgen.js';
 import { readFlags } from './options.js';
 import { peakRssKb, rssKb } from './proc-stats.js';
-import { cleanupAll, compileChildScripts, detectPinning, LoadGen, pinSelf } from './processes.js';
+import {
+  chooseGenerator,
+  cleanupAll,
+  compileChildScripts,
+  detectPinning,
+  GENERATOR_FLAG,
+  LoadGen,
+  pinSelf,
+} from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { type RunningTarget, startTarget, tempDir } from './targets.js';
 
@@ -25,6 +33,7 @@ const flags = readFlags('npm run bench:soak --', {
   segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
   tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
   'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  generator: GENERATOR_FLAG,
   env: {
     type: 'string',
     help: "Tollgate's extra environment, e.g. NODE_OPTIONS=--max-semi-space-size=8",
@@ -41,6 +50,7 @@ const options = {
   rate: flags.string('rate') === undefined ? undefined : flags.number('rate', 0),
   tollgateEnv: flags.env('env'),
 };
+const closedLoop = chooseGenerator(flags.string('generator'));
 
 const startedAt = new Date();
 const log = (line: string) => {
@@ -58,6 +68,7 @@ async function main(): Promise<void> {
   pinSelf(pinning.load);
   compileChildScripts();
   log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
+  log(`closed loop: ${closedLoop.reason}`);
 
   const temp = tempDir('soak');
   const loadgen = LoadGen.start(pinning.load);
@@ -77,6 +88,7 @@ async function main(): Promise<void> {
       log('measuring the c50 maximum (5 s after 2 s warm-up)');
       const max = await loadgen.run<ClosedResult>({
         kind: 'closed',
+        generator: closedLoop.generator,
         request,
         connections: 50,
         warmupSec: 2,
@@ -167,7 +179,7 @@ async function main(): Promise<void> {
         kind: 'tollgate-bench-soak',
         startedAt: startedAt.toISOString(),
         finishedAt: new Date().toISOString(),
-        options: { ...options, rate },
+        options: { ...options, rate, generator: closedLoop.reason },
         machine: machineInfo(),
         pinning,
         rss: {
