@@ -21,7 +21,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
-import { cpuTimeOfCommandUs, cpuTimeUs, reapedCpuUs } from './proc-stats.js';
+import { allowedCpus, busyShare, cpuTimeOfCommandUs, cpuTimeUs, reapedCpuUs } from './proc-stats.js';
 import { RawClient, requestHead } from './raw-http.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import { WrkRun } from './wrk.js';
@@ -101,6 +101,8 @@ export interface ClosedResult extends Outcomes {
   cpuCommandUs?: number;
   /** CPU the load generator itself used per request over the window, µs (is the generator the limit?). */
   generatorCpuUsPerReq: number;
+  /** How busy the load generator's CPUs were over the window, 0..1 (undefined without /proc). */
+  loadCpuBusy: number | undefined;
 }
 
 export interface OpenResult extends Outcomes {
@@ -118,6 +120,11 @@ export interface OpenResult extends Outcomes {
   sendLag: LatencySummary;
   /** CPU the load generator itself used per request sent, µs. */
   generatorCpuUsPerReq: number;
+  /**
+   * How busy the load generator's CPUs (the generator, and the upstream simulator pinned with it) were
+   * over the measured sends, 0..1: near 1, the latency measured that CPU rather than the target.
+   */
+  loadCpuBusy: number | undefined;
 }
 
 export type JobResult = ClosedResult | OpenResult;
@@ -135,6 +142,9 @@ function rotation(spec: RequestSpec): (() => string) | undefined {
   let i = 0;
   return () => list[i++ % list.length] as string;
 }
+
+/** The CPUs this process is pinned to (with the upstream simulator): whose busy share is reported. */
+const LOAD_CPUS = allowedCpus();
 
 function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
   return probes.map((p) => cpuTimeUs(p.pid, p.withDescendants));
@@ -159,7 +169,9 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
     const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
     // wrk's CPU reaches this process's reaped-children time when it is waited for, before 'close'.
     const generatorStart = reapedCpuUs();
+    const loadBusy = busyShare(LOAD_CPUS);
     const summary = await wrk.run(job.connections, job.durationSec);
+    const loadCpuBusy = loadBusy();
     const cpuEnd = cpuNow(job.cpu);
     const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
     const generatorEnd = reapedCpuUs();
@@ -181,6 +193,7 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
         generatorStart === undefined || generatorEnd === undefined
           ? Number.NaN
           : (generatorEnd - generatorStart) / Math.max(1, summary.requests + errors),
+      loadCpuBusy,
       ...outcomes(ok, summary.status, errors, summary.status > 0 ? { '400-599': summary.status } : {}),
     };
   } finally {
@@ -239,9 +252,11 @@ async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
   const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
   const start = performance.now();
   const ownStart = process.cpuUsage();
+  const loadBusy = busyShare(LOAD_CPUS);
   measuring = true;
   await sleep(job.durationSec * 1000);
   measuring = false;
+  const loadCpuBusy = loadBusy();
   const end = performance.now();
   const own = process.cpuUsage(ownStart);
   const cpuEnd = cpuNow(job.cpu);
@@ -261,6 +276,7 @@ async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
       ? { cpuCommandUs: commandEnd - commandStart }
       : {}),
     generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, ok + non200 + errors),
+    loadCpuBusy,
     ...outcomes(ok, non200, errors, statuses),
   };
 }
@@ -307,8 +323,12 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     if (pending === 0) onIdle?.();
   };
 
+  // From the first counted send to the last send (at 250/s and below it includes the generator's spin).
+  let loadBusy: (() => number | undefined) | undefined;
+  let loadCpuBusy: number | undefined;
   const fire = (index: number, scheduled: number) => {
     const counted = index >= warmupSends;
+    if (index === warmupSends) loadBusy = busyShare(LOAD_CPUS);
     const sentAt = performance.now();
     if (counted) {
       scheduledCounted++;
@@ -346,6 +366,7 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
         i++;
       }
       if (i >= total) {
+        loadCpuBusy = loadBusy?.();
         resolve();
         return;
       }
@@ -380,6 +401,7 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     service: service.summary(),
     sendLag: sendLag.summary(),
     generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, total),
+    loadCpuBusy,
     ...outcomes(ok, non200, errors, statuses),
   };
 }

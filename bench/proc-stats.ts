@@ -95,6 +95,56 @@ export function reapedCpuUs(): number | undefined {
   return stat ? (stat.reaped * 1e6) / clkTck() : undefined;
 }
 
+/** The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status, e.g. `1` or `0-1,4`). */
+export function allowedCpus(): number[] | undefined {
+  let text: string;
+  try {
+    text = readFileSync('/proc/self/status', 'utf8');
+  } catch {
+    return undefined;
+  }
+  const list = /^Cpus_allowed_list:\s*(\S+)/m.exec(text)?.[1];
+  if (!list) return undefined;
+  const out: number[] = [];
+  for (const part of list.split(',')) {
+    const [from, to] = part.split('-').map(Number) as [number, number | undefined];
+    for (let cpu = from; cpu <= (to ?? from); cpu++) out.push(cpu);
+  }
+  return out;
+}
+
+/** Busy and total time of `cpus` (every CPU when omitted) from /proc/stat, in clock ticks. */
+export function cpuTicks(cpus?: readonly number[]): { busy: number; total: number } | undefined {
+  let text: string;
+  try {
+    text = readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return undefined;
+  }
+  let busy = 0;
+  let total = 0;
+  for (const line of text.split('\n')) {
+    const match = /^cpu(\d+) (.*)$/.exec(line);
+    if (!match || (cpus && !cpus.includes(Number(match[1])))) continue;
+    // user nice system idle iowait irq softirq steal …: idle and iowait are the idle time.
+    const fields = (match[2] as string).trim().split(/\s+/).map(Number);
+    const sum = fields.slice(0, 8).reduce((a, b) => a + b, 0);
+    total += sum;
+    busy += sum - (fields[3] ?? 0) - (fields[4] ?? 0);
+  }
+  return total > 0 ? { busy, total } : undefined;
+}
+
+/** Measures how busy the given CPUs are between `start()` and the returned function's call (0..1). */
+export function busyShare(cpus?: readonly number[]): () => number | undefined {
+  const start = cpuTicks(cpus);
+  return () => {
+    const end = cpuTicks(cpus);
+    if (!start || !end || end.total <= start.total) return undefined;
+    return (end.busy - start.busy) / (end.total - start.total);
+  };
+}
+
 function statusField(pid: number, name: 'VmHWM' | 'VmRSS'): number | undefined {
   try {
     const match = readFileSync(`/proc/${pid}/status`, 'utf8').match(

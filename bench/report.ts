@@ -12,6 +12,16 @@ import { ROOT } from './processes.js';
 import { median } from './stats.js';
 import { TARGET_LABELS, type TargetName } from './targets.js';
 
+/**
+ * Above this busy share of the load generator's CPU (which the upstream simulator shares) during an
+ * open-loop phase, that phase's latency measures that CPU rather than the target.
+ */
+export const LOAD_CPU_SATURATED = 0.95;
+
+function loadSaturated(phase: { loadCpuBusy?: number | undefined } | undefined): boolean {
+  return (phase?.loadCpuBusy ?? 0) >= LOAD_CPU_SATURATED;
+}
+
 export interface RunRecord {
   run: number;
   target: TargetName;
@@ -43,8 +53,17 @@ export interface TargetSummary {
   halfP50Ms?: number;
   halfP99Ms?: number;
   halfAchieved?: number;
-  /** p99 at half its own maximum minus the bare proxy's p99 at half of its maximum, ms. */
+  /**
+   * p99 at half its own maximum minus the bare proxy's p99 at half of its maximum, ms: the median over the
+   * runs where neither phase had the load CPU saturated.
+   */
   halfP99OverBareMs?: number;
+  /** Runs whose half-maximum comparison was left out: the load CPU saturated in this target's or the bare proxy's phase. */
+  halfRunsLoadBound?: number;
+  /** Runs whose own half-maximum phase had the load CPU saturated. */
+  halfOwnLoadBound?: number;
+  /** Runs whose c50 phase had the load CPU saturated (its req/s then measures that CPU, not this target). */
+  c50RunsLoadBound?: number;
   cpuUsPerReq?: number;
   cpuVsBare?: number;
   /** req/s ÷ Portkey's req/s in the same run (median of the per-run ratios). */
@@ -128,7 +147,17 @@ export function summarize(
       halfP50Ms: m((x) => x.openHalf.latency.p50),
       halfP99Ms: m((x) => x.openHalf.latency.p99),
       halfAchieved: m((x) => x.openHalf.achievedRate),
-      halfP99OverBareMs: m((x, bare) => diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99)),
+      halfP99OverBareMs: m((x, bare) =>
+        loadSaturated(x.openHalf) || loadSaturated(bare?.openHalf)
+          ? undefined
+          : diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99),
+      ),
+      halfRunsLoadBound: measured.filter((r) => {
+        const bare = records.find((o) => o.run === r.run && o.target === 'bare')?.metrics;
+        return loadSaturated(r.metrics?.openHalf) || loadSaturated(bare?.openHalf);
+      }).length,
+      halfOwnLoadBound: measured.filter((r) => loadSaturated(r.metrics?.openHalf)).length,
+      c50RunsLoadBound: measured.filter((r) => loadSaturated(r.metrics?.c50)).length,
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
       cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
       rpsVsPortkey: m((x, _bare, _sim, portkey) => ratio(x.c50.rps, portkey?.c50.rps)),
@@ -193,12 +222,17 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
       (v) => v <= 1,
       (v) => `${signed(v, 2)} ms`,
     );
-    check(
-      "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms",
-      s.halfP99OverBareMs,
-      (v) => v <= 1,
-      (v) => `${signed(v, 2)} ms`,
-    );
+    const halfGoal = "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms";
+    const loadBound = s.halfRunsLoadBound ?? 0;
+    const leftOut = `${loadBound} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${LOAD_CPU_SATURATED * 100}% busy`;
+    if (s.halfP99OverBareMs === undefined && loadBound > 0) add(halfGoal, 'N/A', leftOut);
+    else
+      check(
+        halfGoal,
+        s.halfP99OverBareMs,
+        (v) => v <= 1,
+        (v) => `${signed(v, 2)} ms${loadBound > 0 ? ` (${leftOut})` : ''}`,
+      );
     check(
       'peak RSS under c50 ≤ 150 MB',
       s.peakRssMb,

@@ -20,6 +20,7 @@ import {
 } from './processes.js';
 import {
   evaluateGoals,
+  LOAD_CPU_SATURATED,
   machineInfo,
   type RunRecord,
   renderGoals,
@@ -173,6 +174,17 @@ async function main(): Promise<void> {
   );
   for (const s of summaries) {
     for (const failure of s.failures) process.stdout.write(`${s.label} ${failure}\n`);
+    const saturated = `the load generator's CPU (shared with the upstream) was ≥ ${LOAD_CPU_SATURATED * 100}% busy`;
+    if ((s.c50RunsLoadBound ?? 0) > 0) {
+      process.stdout.write(
+        `NOTE: ${s.label}: at c50 ${saturated} in ${s.c50RunsLoadBound} of ${s.runsMeasured} run(s): its req/s there is that CPU's limit\n`,
+      );
+    }
+    if ((s.halfOwnLoadBound ?? 0) > 0) {
+      process.stdout.write(
+        `NOTE: ${s.label}: at half the maximum ${saturated} in ${s.halfOwnLoadBound} of ${s.runsMeasured} run(s): its latency there is that CPU's, left out of the p99 comparison\n`,
+      );
+    }
     if ((s.errorRate ?? 0) > 0.01) {
       process.stdout.write(`WARNING: ${s.label} answered ${((s.errorRate ?? 0) * 100).toFixed(2)}% errors\n`);
     }
