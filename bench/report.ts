@@ -13,13 +13,17 @@ import { median } from './stats.js';
 import { TARGET_LABELS, type TargetName } from './targets.js';
 
 /**
- * Above this busy share of the load generator's CPU (which the upstream simulator shares) during an
- * open-loop phase, that phase's latency measures that CPU rather than the target.
+ * Busy shares of the load generator's CPU (which the upstream simulator shares) past which a phase measures
+ * that CPU rather than the target. A closed loop is bounded by it near saturation; an open loop's latency
+ * already queues on it well before: in the full run of 11-26 09:36 the bare proxy's phase at half its
+ * maximum had p99 28 ms with that CPU 59% busy on average, 522 ms at 80% and 651 ms at 90% (the share is an
+ * average over the phase; the sends come in bursts).
  */
-export const LOAD_CPU_SATURATED = 0.95;
+export const C50_LOAD_CPU_LIMIT = 0.95;
+export const OPEN_LOOP_LOAD_CPU_LIMIT = 0.8;
 
-function loadSaturated(phase: { loadCpuBusy?: number | undefined } | undefined): boolean {
-  return (phase?.loadCpuBusy ?? 0) >= LOAD_CPU_SATURATED;
+function loadBound(phase: { loadCpuBusy?: number | undefined } | undefined, limit: number): boolean {
+  return (phase?.loadCpuBusy ?? 0) >= limit;
 }
 
 export interface RunRecord {
@@ -148,16 +152,20 @@ export function summarize(
       halfP99Ms: m((x) => x.openHalf.latency.p99),
       halfAchieved: m((x) => x.openHalf.achievedRate),
       halfP99OverBareMs: m((x, bare) =>
-        loadSaturated(x.openHalf) || loadSaturated(bare?.openHalf)
+        loadBound(x.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT) || loadBound(bare?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT)
           ? undefined
           : diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99),
       ),
       halfRunsLoadBound: measured.filter((r) => {
         const bare = records.find((o) => o.run === r.run && o.target === 'bare')?.metrics;
-        return loadSaturated(r.metrics?.openHalf) || loadSaturated(bare?.openHalf);
+        return (
+          loadBound(r.metrics?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT) ||
+          loadBound(bare?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT)
+        );
       }).length,
-      halfOwnLoadBound: measured.filter((r) => loadSaturated(r.metrics?.openHalf)).length,
-      c50RunsLoadBound: measured.filter((r) => loadSaturated(r.metrics?.c50)).length,
+      halfOwnLoadBound: measured.filter((r) => loadBound(r.metrics?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT))
+        .length,
+      c50RunsLoadBound: measured.filter((r) => loadBound(r.metrics?.c50, C50_LOAD_CPU_LIMIT)).length,
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
       cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
       rpsVsPortkey: m((x, _bare, _sim, portkey) => ratio(x.c50.rps, portkey?.c50.rps)),
@@ -224,7 +232,7 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
     );
     const halfGoal = "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms";
     const loadBound = s.halfRunsLoadBound ?? 0;
-    const leftOut = `${loadBound} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${LOAD_CPU_SATURATED * 100}% busy`;
+    const leftOut = `${loadBound} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${OPEN_LOOP_LOAD_CPU_LIMIT * 100}% busy`;
     if (s.halfP99OverBareMs === undefined && loadBound > 0) add(halfGoal, 'N/A', leftOut);
     else
       check(

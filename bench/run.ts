@@ -19,9 +19,10 @@ import {
   pinSelf,
 } from './processes.js';
 import {
+  C50_LOAD_CPU_LIMIT,
   evaluateGoals,
-  LOAD_CPU_SATURATED,
   machineInfo,
+  OPEN_LOOP_LOAD_CPU_LIMIT,
   type RunRecord,
   renderGoals,
   renderTable,
@@ -174,15 +175,16 @@ async function main(): Promise<void> {
   );
   for (const s of summaries) {
     for (const failure of s.failures) process.stdout.write(`${s.label} ${failure}\n`);
-    const saturated = `the load generator's CPU (shared with the upstream) was ≥ ${LOAD_CPU_SATURATED * 100}% busy`;
+    const busy = (limit: number) =>
+      `the load generator's CPU (shared with the upstream) was ≥ ${limit * 100}% busy`;
     if ((s.c50RunsLoadBound ?? 0) > 0) {
       process.stdout.write(
-        `NOTE: ${s.label}: at c50 ${saturated} in ${s.c50RunsLoadBound} of ${s.runsMeasured} run(s): its req/s there is that CPU's limit\n`,
+        `NOTE: ${s.label}: at c50 ${busy(C50_LOAD_CPU_LIMIT)} in ${s.c50RunsLoadBound} of ${s.runsMeasured} run(s): its req/s there is that CPU's limit\n`,
       );
     }
     if ((s.halfOwnLoadBound ?? 0) > 0) {
       process.stdout.write(
-        `NOTE: ${s.label}: at half the maximum ${saturated} in ${s.halfOwnLoadBound} of ${s.runsMeasured} run(s): its latency there is that CPU's, left out of the p99 comparison\n`,
+        `NOTE: ${s.label}: at half the maximum ${busy(OPEN_LOOP_LOAD_CPU_LIMIT)} in ${s.halfOwnLoadBound} of ${s.runsMeasured} run(s): its latency there queued on that CPU, left out of the p99 comparison\n`,
       );
     }
     if ((s.errorRate ?? 0) > 0.01) {
