@@ -107,7 +107,8 @@ export function composeReply(
   stops: readonly string[],
 ): Readonly<Reply> {
   if (lastUserText.length > COMPOSED_MAX_TEXT) return composeReplyNow(slug, lastUserText, cap, stops);
-  const key = JSON.stringify([slug, cap, stops, lastUserText]);
+  // String(cap): JSON writes NaN and ±Infinity alike as null.
+  const key = JSON.stringify([slug, String(cap), stops, lastUserText]);
   const known = composed.get(key);
   if (known) return known;
   const reply = Object.freeze(composeReplyNow(slug, lastUserText, cap, stops));
