@@ -115,6 +115,8 @@ export function promptMessages(bytes: number): ChatMessage[] {
 interface Measured {
   rps?: number;
   cpuUsPerReq?: number;
+  /** How busy the load generator's CPU (shared with the upstream simulator) was, median of the runs, 0..1. */
+  loadCpuBusy?: number;
   errorRate: number;
   runs: ClosedResult[];
 }
@@ -147,12 +149,18 @@ async function measureC50(pinning: Pinning, start: () => Promise<RunningTarget>)
   }
   const rps = median(results.map((r) => r.rps));
   const cpuUsPerReq = median(cpu);
+  const loadCpuBusy = median(results.map((r) => r.loadCpuBusy));
   return {
     ...(rps === undefined ? {} : { rps }),
     ...(cpuUsPerReq === undefined ? {} : { cpuUsPerReq }),
+    ...(loadCpuBusy === undefined ? {} : { loadCpuBusy }),
     errorRate: Math.max(0, ...results.map((r) => r.errorRate)),
     runs: results,
   };
+}
+
+function busyCell(m: Measured): string {
+  return m.loadCpuBusy === undefined ? '—' : fmt(m.loadCpuBusy * 100);
 }
 
 function errorsCell(m: Measured): string {
@@ -360,6 +368,7 @@ async function main(): Promise<void> {
           '×bare CPU',
           'added CPU µs',
           'added µs/KiB',
+          'load CPU %',
           'errors',
         ],
         prompt.map((r) => {
@@ -378,6 +387,7 @@ async function main(): Promise<void> {
             fmt(ratio(r.tollgate.cpuUsPerReq, r.bare.cpuUsPerReq), 2),
             fmt(added),
             fmt(added === undefined ? undefined : added / (r.bytes / 1024), 2),
+            `${busyCell(r.bare)} / ${busyCell(r.tollgate)}`,
             `${errorsCell(r.bare)} / ${errorsCell(r.tollgate)}`,
           ];
         }),
@@ -394,7 +404,9 @@ async function main(): Promise<void> {
   }
   process.stdout.write(
     'CPU: the gateway process over the measured window per completed request · ×first: against the first row; ' +
-      'flat means ≈ 1.00 (±20% is run-to-run noise on a shared machine)\n',
+      'flat means ≈ 1.00 (±20% is run-to-run noise on a shared machine)\n' +
+      'load CPU %: how busy the CPU of the load generator and the upstream simulator (which tokenizes every prompt) ' +
+      'was, bare / Tollgate; near 100 the req/s and the timed CPU per request are that CPU’s, not the targets’\n',
   );
 
   const file = writeResults(
