@@ -154,26 +154,42 @@ async function runClosed(job: ClosedJob): Promise<ClosedResult> {
   return job.generator.kind === 'wrk' ? runClosedWrk(job, job.generator.path) : runClosedAutocannon(job);
 }
 
-function cpuDelta(start: (number | undefined)[], end: (number | undefined)[]): (number | undefined)[] {
-  return start.map((s, i) => {
-    const e = end[i];
-    return s === undefined || e === undefined ? undefined : e - s;
-  });
+type WindowFigures = Pick<ClosedResult, 'cpuUs' | 'cpuCommandUs' | 'loadCpuBusy'>;
+
+/**
+ * Starts a measurement window: the probed processes' CPU time, the `cpuCommand` processes' and how busy
+ * this process's CPUs are, read now and again when the returned function is called.
+ */
+function openWindow(job: ClosedJob): () => WindowFigures {
+  const cpuStart = cpuNow(job.cpu);
+  const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+  const loadBusy = busyShare(LOAD_CPUS);
+  return () => {
+    const loadCpuBusy = loadBusy();
+    const cpuEnd = cpuNow(job.cpu);
+    const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+    return {
+      cpuUs: cpuStart.map((s, i) => {
+        const e = cpuEnd[i];
+        return s === undefined || e === undefined ? undefined : e - s;
+      }),
+      ...(commandStart !== undefined && commandEnd !== undefined
+        ? { cpuCommandUs: commandEnd - commandStart }
+        : {}),
+      loadCpuBusy,
+    };
+  };
 }
 
 async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult> {
   const wrk = new WrkRun(path, job.request);
   try {
     if (job.warmupSec > 0) await wrk.run(job.connections, job.warmupSec);
-    const cpuStart = cpuNow(job.cpu);
-    const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+    const closeWindow = openWindow(job);
     // wrk's CPU reaches this process's reaped-children time when it is waited for, before 'close'.
     const generatorStart = reapedCpuUs();
-    const loadBusy = busyShare(LOAD_CPUS);
     const summary = await wrk.run(job.connections, job.durationSec);
-    const loadCpuBusy = loadBusy();
-    const cpuEnd = cpuNow(job.cpu);
-    const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+    const window = closeWindow();
     const generatorEnd = reapedCpuUs();
 
     const windowSec = summary.durationUs / 1e6;
@@ -185,15 +201,11 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
       windowSec,
       rps: ok / windowSec,
       latency: { count: summary.requests, ...summary.latency },
-      cpuUs: cpuDelta(cpuStart, cpuEnd),
-      ...(commandStart !== undefined && commandEnd !== undefined
-        ? { cpuCommandUs: commandEnd - commandStart }
-        : {}),
+      ...window,
       generatorCpuUsPerReq:
         generatorStart === undefined || generatorEnd === undefined
           ? Number.NaN
           : (generatorEnd - generatorStart) / Math.max(1, summary.requests + errors),
-      loadCpuBusy,
       ...outcomes(ok, summary.status, errors, summary.status > 0 ? { '400-599': summary.status } : {}),
     };
   } finally {
@@ -248,19 +260,15 @@ async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
   const finished = Promise.resolve(instance);
 
   await sleep(job.warmupSec * 1000);
-  const cpuStart = cpuNow(job.cpu);
-  const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+  const closeWindow = openWindow(job);
   const start = performance.now();
   const ownStart = process.cpuUsage();
-  const loadBusy = busyShare(LOAD_CPUS);
   measuring = true;
   await sleep(job.durationSec * 1000);
   measuring = false;
-  const loadCpuBusy = loadBusy();
   const end = performance.now();
   const own = process.cpuUsage(ownStart);
-  const cpuEnd = cpuNow(job.cpu);
-  const commandEnd = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
+  const window = closeWindow();
   instance.stop();
   await finished;
 
@@ -271,12 +279,8 @@ async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
     windowSec,
     rps: ok / windowSec,
     latency: latency.summary(),
-    cpuUs: cpuDelta(cpuStart, cpuEnd),
-    ...(commandStart !== undefined && commandEnd !== undefined
-      ? { cpuCommandUs: commandEnd - commandStart }
-      : {}),
+    ...window,
     generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, ok + non200 + errors),
-    loadCpuBusy,
     ...outcomes(ok, non200, errors, statuses),
   };
 }

@@ -89,6 +89,24 @@ export interface GoalResult {
   value: string;
 }
 
+/** One measured run of a target, with the other targets measured in the same run. */
+interface RunAndPeers {
+  m: RunMetrics;
+  bare: RunMetrics | undefined;
+  sim: RunMetrics | undefined;
+  portkey: RunMetrics | undefined;
+}
+
+function runsOf(records: readonly RunRecord[], target: TargetName): RunAndPeers[] {
+  const out: RunAndPeers[] = [];
+  for (const r of records) {
+    if (r.target !== target || !r.metrics) continue;
+    const same = (name: TargetName) => records.find((o) => o.run === r.run && o.target === name)?.metrics;
+    out.push({ m: r.metrics, bare: same('bare'), sim: same('sim'), portkey: same('portkey') });
+  }
+  return out;
+}
+
 function perRun(
   records: readonly RunRecord[],
   target: TargetName,
@@ -99,13 +117,14 @@ function perRun(
     portkey: RunMetrics | undefined,
   ) => number | undefined,
 ): number | undefined {
-  const values: (number | undefined)[] = [];
-  for (const r of records) {
-    if (r.target !== target || !r.metrics) continue;
-    const same = (name: TargetName) => records.find((o) => o.run === r.run && o.target === name)?.metrics;
-    values.push(pick(r.metrics, same('bare'), same('sim'), same('portkey')));
-  }
-  return median(values);
+  return median(runsOf(records, target).map((r) => pick(r.m, r.bare, r.sim, r.portkey)));
+}
+
+/** Whether a run's half-maximum phases compare: neither this target's nor the bare proxy's queued on the load CPU. */
+function halfComparable(m: RunMetrics, bare: RunMetrics | undefined): boolean {
+  return (
+    !loadBound(m.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT) && !loadBound(bare?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT)
+  );
 }
 
 export function summarize(
@@ -152,17 +171,9 @@ export function summarize(
       halfP99Ms: m((x) => x.openHalf.latency.p99),
       halfAchieved: m((x) => x.openHalf.achievedRate),
       halfP99OverBareMs: m((x, bare) =>
-        loadBound(x.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT) || loadBound(bare?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT)
-          ? undefined
-          : diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99),
+        halfComparable(x, bare) ? diff(x.openHalf.latency.p99, bare?.openHalf.latency.p99) : undefined,
       ),
-      halfRunsLoadBound: measured.filter((r) => {
-        const bare = records.find((o) => o.run === r.run && o.target === 'bare')?.metrics;
-        return (
-          loadBound(r.metrics?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT) ||
-          loadBound(bare?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT)
-        );
-      }).length,
+      halfRunsLoadBound: runsOf(records, name).filter((r) => !halfComparable(r.m, r.bare)).length,
       halfOwnLoadBound: measured.filter((r) => loadBound(r.metrics?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT))
         .length,
       c50RunsLoadBound: measured.filter((r) => loadBound(r.metrics?.c50, C50_LOAD_CPU_LIMIT)).length,

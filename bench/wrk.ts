@@ -18,15 +18,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-
-/** The request a wrk run sends (the closed-loop job's `RequestSpec`, without importing it). */
-export interface WrkRequest {
-  url: string;
-  method: string;
-  headers: Record<string, string>;
-  body: string;
-  authorizations?: string[];
-}
+import type { RequestSpec } from './loadgen.js';
 
 export interface WrkSummary {
   /** wrk's own measured duration, µs. */
@@ -71,7 +63,7 @@ export function luaString(text: string): string {
 }
 
 /** The Lua script of a run: the request, and `done()` printing the figures as one JSON line. */
-export function wrkScript(request: WrkRequest, bodyFile: string): string {
+export function wrkScript(request: RequestSpec, bodyFile: string): string {
   const auths = request.authorizations ?? [];
   // wrk adds Host and Content-Length itself; Authorization comes from the list when there is one.
   const skip = auths.length > 0 ? /^(content-length|host|authorization)$/i : /^(content-length|host)$/i;
@@ -122,9 +114,9 @@ export function parseWrkOutput(output: string): WrkSummary {
   const line = output.split('\n').find((l) => l.startsWith(MARKER));
   if (!line) throw new Error(`wrk printed no figures:\n${output.slice(-2000)}`);
   const raw = JSON.parse(line.slice(MARKER.length)) as Record<string, number>;
-  const ms = (key: string) => (raw[key] as number) / 1000;
   const requests = raw.requests as number;
-  const none = requests === 0;
+  // wrk's latency is in µs, and meaningless without an answer.
+  const ms = (key: string) => (requests === 0 ? Number.NaN : (raw[key] as number) / 1000);
   return {
     durationUs: raw.durationUs as number,
     requests,
@@ -134,12 +126,12 @@ export function parseWrkOutput(output: string): WrkSummary {
     write: raw.write as number,
     timeout: raw.timeout as number,
     latency: {
-      mean: none ? Number.NaN : ms('mean'),
-      p50: none ? Number.NaN : ms('p50'),
-      p90: none ? Number.NaN : ms('p90'),
-      p99: none ? Number.NaN : ms('p99'),
-      p999: none ? Number.NaN : ms('p999'),
-      max: none ? Number.NaN : ms('max'),
+      mean: ms('mean'),
+      p50: ms('p50'),
+      p90: ms('p90'),
+      p99: ms('p99'),
+      p999: ms('p999'),
+      max: ms('max'),
     },
   };
 }
@@ -151,7 +143,7 @@ export class WrkRun {
 
   constructor(
     private readonly wrkPath: string,
-    private readonly request: WrkRequest,
+    private readonly request: RequestSpec,
   ) {
     this.dir = mkdtempSync(join(tmpdir(), 'tollgate-wrk-'));
     const bodyFile = join(this.dir, 'body');
