@@ -18,12 +18,36 @@ import { join } from 'node:path';
 import { Pool } from 'undici';
 import type { RequestSpec } from './loadgen.js';
 import { readFlags } from './options.js';
-import { cleanupAll, compileChildScripts, detectPinning } from './processes.js';
+import {
+  BENCH_DIST,
+  baseEnv,
+  cleanupAll,
+  compileChildScripts,
+  detectPinning,
+  startProcess,
+} from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
-import { startTarget, TARGET_LABELS, type TargetName, tempDir } from './targets.js';
+import { TARGET_LABELS } from './target-names.js';
+import { startTarget, TINY_MESSAGES, tempDir } from './targets.js';
+
+/**
+ * Besides the bare proxy and Tollgate, the HTTP shell of a chat completion with no gateway behind it, on
+ * Fastify and on `node:http` (`bench/http-shell.ts`): their difference is the framework's share.
+ */
+const COUNTED = {
+  bare: TARGET_LABELS.bare,
+  sqlite: TARGET_LABELS.sqlite,
+  postgres: TARGET_LABELS.postgres,
+  'fastify-shell': 'HTTP shell on Fastify',
+  'node-shell': 'HTTP shell on node:http',
+} as const;
+type Counted = keyof typeof COUNTED;
 
 const flags = readFlags('npm run bench:instructions --', {
-  only: { type: 'string', help: 'comma-separated targets: bare, sqlite, postgres (default bare,sqlite)' },
+  only: {
+    type: 'string',
+    help: 'comma-separated targets: bare, sqlite, postgres, fastify-shell, node-shell (default bare,sqlite)',
+  },
   'pg-url': {
     type: 'string',
     help: 'PostgreSQL admin URL for the postgres target (default postgres://postgres@127.0.0.1:5432/test)',
@@ -38,10 +62,10 @@ const flags = readFlags('npm run bench:instructions --', {
   },
 });
 
-const targets = (flags.list('only') ?? ['bare', 'sqlite']) as TargetName[];
+const targets = (flags.list('only') ?? ['bare', 'sqlite']) as Counted[];
 for (const name of targets) {
-  if (name !== 'bare' && name !== 'sqlite' && name !== 'postgres') {
-    process.stderr.write(`--only: ${name} is not one of bare, sqlite, postgres\n`);
+  if (!Object.hasOwn(COUNTED, name)) {
+    process.stderr.write(`--only: ${name} is not one of ${Object.keys(COUNTED).join(', ')}\n`);
     process.exit(2);
   }
 }
@@ -87,10 +111,10 @@ async function send(spec: RequestSpec, count: number): Promise<void> {
  * valgrind names its control pipes after the process's HOST variable, and Tollgate is started with
  * HOST=127.0.0.1 (its listen address): callgrind_control finds them only with the same HOST.
  */
-function callgrindControl(name: TargetName, args: string[]): void {
+function callgrindControl(name: Counted, args: string[]): void {
   const env = { ...process.env };
-  if (name === 'bare') delete env.HOST;
-  else env.HOST = '127.0.0.1';
+  if (name === 'sqlite' || name === 'postgres') env.HOST = '127.0.0.1';
+  else delete env.HOST;
   execFileSync('callgrind_control', args, { stdio: 'ignore', env });
 }
 
@@ -125,30 +149,56 @@ function dumpedInstructions(dir: string, name: string, pid: number): number | un
 const startedAt = new Date();
 const temp = tempDir('tollgate-instructions-');
 compileChildScripts();
-const rows: { target: TargetName; instructionsPerRequest: number }[] = [];
+const rows: { target: Counted; instructionsPerRequest: number }[] = [];
+
+/** One HTTP shell under `wrap`, with the request Tollgate's targets get (the shell ignores its key). */
+async function startShell(name: 'fastify-shell' | 'node-shell', wrap: string[]) {
+  const shell = await startProcess({
+    name,
+    command: process.execPath,
+    args: [join(BENCH_DIST, 'http-shell.js'), '--framework', name === 'fastify-shell' ? 'fastify' : 'node'],
+    env: baseEnv(),
+    cpu: undefined,
+    dir: temp.dir,
+    wrap,
+    timeoutMs: 300_000,
+  });
+  const request: RequestSpec = {
+    url: `${shell.url}/api/v1/chat/completions`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-svc-shell' },
+    body: JSON.stringify({ model: 'deepseek', messages: TINY_MESSAGES, max_tokens: 16 }),
+  };
+  return { pid: shell.pid, request, stop: () => shell.stop() };
+}
+
 try {
   for (const name of targets) {
-    process.stderr.write(`${TARGET_LABELS[name]}: starting under callgrind (slow)…\n`);
-    const target = await startTarget(name, {
-      pinning: detectPinning(true),
-      dir: temp.dir,
-      pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
-      tollgateEnv,
-      wrap: [
-        'valgrind',
-        '--tool=callgrind',
-        '--instr-atstart=no',
-        '--separate-threads=yes',
-        '--dump-instr=no',
-        '--dump-line=no',
-        `--callgrind-out-file=${join(temp.dir, `cg.${name}.%p`)}`,
-      ],
-    });
+    process.stderr.write(`${COUNTED[name]}: starting under callgrind (slow)…\n`);
+    const wrap = [
+      'valgrind',
+      '--tool=callgrind',
+      '--instr-atstart=no',
+      '--separate-threads=yes',
+      '--dump-instr=no',
+      '--dump-line=no',
+      `--callgrind-out-file=${join(temp.dir, `cg.${name}.%p`)}`,
+    ];
+    const target =
+      name === 'fastify-shell' || name === 'node-shell'
+        ? await startShell(name, wrap)
+        : await startTarget(name, {
+            pinning: detectPinning(true),
+            dir: temp.dir,
+            pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
+            tollgateEnv,
+            wrap,
+          });
     try {
-      process.stderr.write(`${TARGET_LABELS[name]}: ${warmup} warm-up requests…\n`);
+      process.stderr.write(`${COUNTED[name]}: ${warmup} warm-up requests…\n`);
       await send(target.request, warmup);
       callgrindControl(name, ['--instr=on', String(target.pid)]);
-      process.stderr.write(`${TARGET_LABELS[name]}: ${requests} counted requests at c${connections}…\n`);
+      process.stderr.write(`${COUNTED[name]}: ${requests} counted requests at c${connections}…\n`);
       await send(target.request, requests);
       callgrindControl(name, ['--dump', String(target.pid)]);
       callgrindControl(name, ['--instr=off', String(target.pid)]);
@@ -157,7 +207,7 @@ try {
       );
       const perRequest = counted / requests;
       rows.push({ target: name, instructionsPerRequest: perRequest });
-      process.stderr.write(`${TARGET_LABELS[name]}: ${fmt(perRequest)} instructions per request\n`);
+      process.stderr.write(`${COUNTED[name]}: ${fmt(perRequest)} instructions per request\n`);
     } finally {
       await target.stop();
       if (keep) {
@@ -178,7 +228,7 @@ process.stdout.write(
   `\nInstructions per request (user space, callgrind), ${requests} requests at c${connections} after ${warmup}\n${table(
     ['target', 'instructions/req', '×bare'],
     rows.map((r) => [
-      TARGET_LABELS[r.target],
+      COUNTED[r.target],
       fmt(r.instructionsPerRequest),
       bare ? fmt(r.instructionsPerRequest / bare, 2) : '—',
     ]),

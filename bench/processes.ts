@@ -226,7 +226,15 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
 // ── child scripts ────────────────────────────────────────────────────────────
 
 /** The harness's own child-process scripts; they import nothing from `src/`. */
-const CHILD_SCRIPTS = ['stats.ts', 'proc-stats.ts', 'raw-http.ts', 'wrk.ts', 'loadgen.ts', 'bare-proxy.ts'];
+const CHILD_SCRIPTS = [
+  'stats.ts',
+  'proc-stats.ts',
+  'raw-http.ts',
+  'wrk.ts',
+  'loadgen.ts',
+  'bare-proxy.ts',
+  'http-shell.ts',
+];
 
 /**
  * Transpiles the child-process scripts to `dist/bench/*.js`, so they run under plain `node`: a loader such

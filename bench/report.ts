@@ -8,9 +8,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import type { RunMetrics } from './measure.js';
-import { ROOT } from './processes.js';
 import { median } from './stats.js';
-import { TARGET_LABELS, type TargetName } from './targets.js';
+import { TARGET_LABELS, type TargetName } from './target-names.js';
 
 /**
  * Busy shares of the load generator's CPU (which the upstream simulator shares) past which a phase measures
@@ -356,7 +355,7 @@ export function machineInfo(): Record<string, unknown> {
 
 /** Writes `bench/results/<prefix><ISO time>.json` and returns its path. */
 export function writeResults(prefix: string, data: unknown, startedAt: Date): string {
-  const dir = join(ROOT, 'bench', 'results');
+  const dir = join(import.meta.dirname, 'results');
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${prefix}${startedAt.toISOString().replace(/:/g, '-')}.json`);
   writeFileSync(file, `${JSON.stringify(data, null, 2)}\n`);

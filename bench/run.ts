@@ -29,15 +29,8 @@ import {
   summarize,
   writeResults,
 } from './report.js';
-import {
-  ALL_TARGETS,
-  type RunningTarget,
-  startTarget,
-  TARGET_LABELS,
-  type TargetName,
-  tempDir,
-  Unavailable,
-} from './targets.js';
+import { ALL_TARGETS, TARGET_LABELS, type TargetName } from './target-names.js';
+import { type RunningTarget, startTarget, tempDir, Unavailable } from './targets.js';
 
 const flags = readFlags('npm run bench --', {
   runs: { type: 'string', help: 'interleaved runs; the median is reported (default 3)' },

@@ -32,17 +32,7 @@ import {
   SIMULATOR_MAIN,
   startProcess,
 } from './processes.js';
-
-export type TargetName = 'sim' | 'bare' | 'sqlite' | 'postgres' | 'portkey';
-export const ALL_TARGETS: readonly TargetName[] = ['sim', 'bare', 'sqlite', 'postgres', 'portkey'];
-
-export const TARGET_LABELS: Record<TargetName, string> = {
-  sim: '(1) upstream simulator',
-  bare: '(2) bare undici proxy',
-  sqlite: '(3) Tollgate · SQLite',
-  postgres: '(4) Tollgate · PostgreSQL',
-  portkey: '(5) Portkey gateway',
-};
+import type { TargetName } from './target-names.js';
 
 /** The provider every request goes to: an OpenAI-compatible one, as most traffic is. */
 export const BENCH_PROVIDER =
