@@ -1,7 +1,8 @@
 /**
  * `npm run bench:profile`: one Tollgate (SQLite) process under c50 load for a few seconds with V8's CPU
  * profiler on, then the functions and files with the most self time. The profile itself is kept
- * (`--keep DIR`) for Chrome DevTools. This is how docs/performance.md's optimisations were chosen.
+ * (`--keep DIR`) for Chrome DevTools. This is how docs/performance.md's optimisations were chosen. The load
+ * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`).
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -11,8 +12,18 @@ import autocannon from 'autocannon';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
 import { openStore } from '../src/store/index.js';
-import { BIN, cleanupAll, detectPinning, pinSelf, ROOT, SIMULATOR_MAIN, startProcess } from './processes.js';
+import {
+  BIN,
+  chooseGenerator,
+  cleanupAll,
+  detectPinning,
+  pinSelf,
+  ROOT,
+  SIMULATOR_MAIN,
+  startProcess,
+} from './processes.js';
 import { BENCH_CREDIT_NANO, chatBody, simBaseUrl } from './targets.js';
+import { WrkRun } from './wrk.js';
 
 interface Node {
   id: number;
@@ -24,6 +35,10 @@ interface Node {
 const seconds = Number(process.argv[process.argv.indexOf('--duration') + 1] || 0) || 8;
 const keepIdx = process.argv.indexOf('--keep');
 const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
+const generatorIdx = process.argv.indexOf('--generator');
+// The closed loop's client as in `npm run bench`: wrk when it is on PATH, else autocannon.
+const { generator, reason } = chooseGenerator(generatorIdx > 0 ? process.argv[generatorIdx + 1] : undefined);
+console.log(`load: ${reason}`);
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-profile-'));
 // As in `npm run bench`: the gateway alone on CPU 0; the simulator, autocannon and this script on CPU 1.
@@ -81,17 +96,38 @@ const url = await new Promise<string>((resolve, reject) => {
 const resetTimer = setInterval(() => {
   fetch(`${sim.url}/__sim/reset`, { method: 'POST' }).catch(() => {});
 }, 1_000);
-const result = await autocannon({
-  url: `${url}/api/v1/chat/completions`,
-  method: 'POST',
-  connections: Number(process.env.PROFILE_CONNECTIONS ?? 50),
-  duration: seconds,
-  headers: { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' },
-  body: chatBody('prov-deepseek'),
-});
-console.log(
-  `${Math.round(result.requests.average)} req/s, non-2xx ${result.non2xx}, errors ${result.errors}`,
-);
+const connections = Number(process.env.PROFILE_CONNECTIONS ?? 50);
+const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' };
+const completionsUrl = `${url}/api/v1/chat/completions`;
+if (generator.kind === 'wrk') {
+  const run = new WrkRun(generator.path, {
+    url: completionsUrl,
+    method: 'POST',
+    headers,
+    body: chatBody('prov-deepseek'),
+  });
+  try {
+    const r = await run.run(connections, seconds);
+    const failed = r.connect + r.read + r.write + r.timeout;
+    console.log(
+      `${Math.round(r.requests / (r.durationUs / 1e6))} req/s, status ≥ 400: ${r.status}, socket errors ${failed}`,
+    );
+  } finally {
+    run.dispose();
+  }
+} else {
+  const result = await autocannon({
+    url: completionsUrl,
+    method: 'POST',
+    connections,
+    duration: seconds,
+    headers,
+    body: chatBody('prov-deepseek'),
+  });
+  console.log(
+    `${Math.round(result.requests.average)} req/s, non-2xx ${result.non2xx}, errors ${result.errors}`,
+  );
+}
 const exited = new Promise((r) => child.once('exit', r));
 child.kill('SIGTERM');
 await exited;
