@@ -11,7 +11,10 @@ export interface Flags {
   number(name: string, fallback: number): number;
   boolean(name: string): boolean;
   list(name: string): string[] | undefined;
-  /** `A=1,B=2` → `{ A: '1', B: '2' }`; exits with a usage error on a pair without `=`. */
+  /**
+   * `A=1,B=2` → `{ A: '1', B: '2' }`, split only at a comma followed by the next `NAME=` (`H=a,b,M=0` →
+   * `{ H: 'a,b', M: '0' }`); exits with a usage error when the first pair has no `=`.
+   */
   env(name: string): Record<string, string>;
 }
 
@@ -76,7 +79,11 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
     },
     env(name) {
       const env: Record<string, string> = {};
-      for (const pair of this.list(name) ?? []) {
+      const v = raw(name);
+      if (typeof v !== 'string' || v.trim() === '') return env;
+      // Pairs are split at a comma that starts the next NAME=, so a value may hold commas itself
+      // (ALLOWED_CUSTOM_HOSTS=a,b,METRICS_ENABLED=false is two variables).
+      for (const pair of v.split(/,(?=\s*[A-Za-z_][A-Za-z0-9_]*=)/).map((p) => p.trim())) {
         const eq = pair.indexOf('=');
         if (eq <= 0) {
           process.stderr.write(`--${name}: ${pair} is not NAME=value\n`);
