@@ -41,7 +41,7 @@ const { generator, reason } = chooseGenerator(generatorIdx > 0 ? process.argv[ge
 console.log(`load: ${reason}`);
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-profile-'));
-// As in `npm run bench`: the gateway alone on CPU 0; the simulator, autocannon and this script on CPU 1.
+// As in `npm run bench`: the gateway alone on CPU 0; the simulator, the load generator and this script on CPU 1.
 const pinning = detectPinning(process.argv.includes('--no-pin'));
 pinSelf(pinning.load);
 const sim = await startProcess({
