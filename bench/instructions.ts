@@ -28,7 +28,7 @@ import {
 } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { TARGET_LABELS } from './target-names.js';
-import { startTarget, TINY_MESSAGES, tempDir } from './targets.js';
+import { chatBody, startTarget, tempDir } from './targets.js';
 
 /**
  * Besides the bare proxy and Tollgate, the HTTP shell of a chat completion with no gateway behind it, on
@@ -167,7 +167,7 @@ async function startShell(name: 'fastify-shell' | 'node-shell', wrap: string[]) 
     url: `${shell.url}/api/v1/chat/completions`,
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: 'Bearer sk-svc-shell' },
-    body: JSON.stringify({ model: 'deepseek', messages: TINY_MESSAGES, max_tokens: 16 }),
+    body: chatBody('deepseek'),
   };
   return { pid: shell.pid, request, stop: () => shell.stop() };
 }

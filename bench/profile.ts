@@ -99,12 +99,13 @@ const resetTimer = setInterval(() => {
 const connections = Number(process.env.PROFILE_CONNECTIONS ?? 50);
 const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' };
 const completionsUrl = `${url}/api/v1/chat/completions`;
+const body = chatBody('prov-deepseek');
 if (generator.kind === 'wrk') {
   const run = new WrkRun(generator.path, {
     url: completionsUrl,
     method: 'POST',
     headers,
-    body: chatBody('prov-deepseek'),
+    body,
   });
   try {
     const r = await run.run(connections, seconds);
@@ -122,7 +123,7 @@ if (generator.kind === 'wrk') {
     connections,
     duration: seconds,
     headers,
-    body: chatBody('prov-deepseek'),
+    body,
   });
   console.log(
     `${Math.round(result.requests.average)} req/s, non-2xx ${result.non2xx}, errors ${result.errors}`,
