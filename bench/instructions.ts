@@ -5,9 +5,12 @@
  * busy), which hides any change smaller than that. Instructions move far less: each measured process (the
  * bare proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a
  * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
- * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). Two builds run
- * side by side agree within ~1% run to run; hours apart the count moves more (group commit sizes follow the
- * relative speed of the slowed-down process), so compare A and B from the same time. Kernel work (socket
+ * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
+ * counted several times in an hour moves by up to ±5% (V8's tiering: how much of the gateway's code runs
+ * interpreted in the counted window), and hours apart more (group commit sizes follow the relative speed of
+ * the slowed-down process): compare A and B interleaved, several of each. The share spent inside
+ * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the
+ * store's statements or schema on its own. Kernel work (socket
  * and file system calls) is not counted: the timed benchmark remains the authority, this one says which
  * way a change moves the process's own code.
  * Writes `bench/results/instructions-<ISO time>.json`.
@@ -16,6 +19,7 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import { betterSqliteInstructions } from './callgrind-listing.js';
 import type { RequestSpec } from './loadgen.js';
 import { readFlags } from './options.js';
 import {
@@ -129,27 +133,55 @@ async function waitFor<T>(what: string, read: () => T | undefined, timeoutMs = 1
   }
 }
 
-/** The `summary:` (or `totals:`) line of the newest dump of process `pid`, once it is written. */
-function dumpedInstructions(dir: string, name: string, pid: number): number | undefined {
+/** The newest dump of process `pid`'s main thread, once it is written. */
+function newestMainDump(dir: string, name: string, pid: number): string | undefined {
   // Dumps requested with callgrind_control are `<out-file>.<n>-<thread>`; thread 01 is the main thread
   // (the event loop). V8's compiler threads are left out: they still optimise long after a warm-up that is
   // slow under valgrind, and by how much varies from run to run.
   const prefix = `cg.${name}.${pid}.`;
-  const dumps = readdirSync(dir)
+  const last = readdirSync(dir)
     .filter((f) => f.startsWith(prefix) && f.endsWith('-01'))
-    .sort(
-      (a, b) => Number.parseInt(a.slice(prefix.length), 10) - Number.parseInt(b.slice(prefix.length), 10),
-    );
-  const last = dumps.at(-1);
-  if (!last) return undefined;
-  const match = readFileSync(join(dir, last), 'utf8').match(/^(?:summary|totals):\s*(\d+)/m);
+    .sort((a, b) => Number.parseInt(a.slice(prefix.length), 10) - Number.parseInt(b.slice(prefix.length), 10))
+    .at(-1);
+  return last === undefined ? undefined : join(dir, last);
+}
+
+/** The `summary:` (or `totals:`) line of the newest dump of process `pid`, once it is written. */
+function dumpedInstructions(dir: string, name: string, pid: number): number | undefined {
+  const dump = newestMainDump(dir, name, pid);
+  if (!dump) return undefined;
+  const match = readFileSync(dump, 'utf8').match(/^(?:summary|totals):\s*(\d+)/m);
   return match?.[1] ? Number(match[1]) : undefined;
+}
+
+/**
+ * Instructions spent inside better-sqlite3 (SQLite and its binding) in the same dump: the inclusive counts
+ * of the addon's entry points from JavaScript (betterSqliteInstructions), read with `callgrind_annotate`.
+ * Unlike the total it does not move with
+ * V8's tiering (which functions run interpreted, and when they are optimised or deoptimised, changes from
+ * run to run and moves the total by up to ±4%), so it measures a change to the store's statements or schema
+ * to about 1,000 instructions. `undefined` when the process has no such frames or callgrind_annotate is
+ * missing.
+ */
+function sqliteInstructions(dir: string, name: string, pid: number): number | undefined {
+  const dump = newestMainDump(dir, name, pid);
+  if (!dump) return undefined;
+  let listing: string;
+  try {
+    listing = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', dump], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    });
+  } catch {
+    return undefined;
+  }
+  return betterSqliteInstructions(listing);
 }
 
 const startedAt = new Date();
 const temp = tempDir('tollgate-instructions-');
 compileChildScripts();
-const rows: { target: Counted; instructionsPerRequest: number }[] = [];
+const rows: { target: Counted; instructionsPerRequest: number; sqlitePerRequest?: number }[] = [];
 
 /** One HTTP shell under `wrap`, with the request Tollgate's targets get (the shell ignores its key). */
 async function startShell(name: 'fastify-shell' | 'node-shell', wrap: string[]) {
@@ -206,8 +238,17 @@ try {
         dumpedInstructions(temp.dir, name, target.pid),
       );
       const perRequest = counted / requests;
-      rows.push({ target: name, instructionsPerRequest: perRequest });
-      process.stderr.write(`${COUNTED[name]}: ${fmt(perRequest)} instructions per request\n`);
+      const inSqlite = sqliteInstructions(temp.dir, name, target.pid);
+      rows.push({
+        target: name,
+        instructionsPerRequest: perRequest,
+        ...(inSqlite === undefined ? {} : { sqlitePerRequest: inSqlite / requests }),
+      });
+      process.stderr.write(
+        `${COUNTED[name]}: ${fmt(perRequest)} instructions per request${
+          inSqlite === undefined ? '' : `, ${fmt(inSqlite / requests)} of them in better-sqlite3`
+        }\n`,
+      );
     } finally {
       await target.stop();
       if (keep) {
@@ -226,11 +267,12 @@ try {
 const bare = rows.find((r) => r.target === 'bare')?.instructionsPerRequest;
 process.stdout.write(
   `\nInstructions per request (user space, callgrind), ${requests} requests at c${connections} after ${warmup}\n${table(
-    ['target', 'instructions/req', '×bare'],
+    ['target', 'instructions/req', '×bare', 'in better-sqlite3'],
     rows.map((r) => [
       COUNTED[r.target],
       fmt(r.instructionsPerRequest),
       bare ? fmt(r.instructionsPerRequest / bare, 2) : '—',
+      r.sqlitePerRequest === undefined ? '—' : fmt(r.sqlitePerRequest),
     ]),
   )}\n`,
 );

@@ -88,6 +88,7 @@ export class Billing {
     return this.store.settle({
       holdId: hold.holdId,
       accountId: hold.accountId,
+      holdAmountNano: hold.amountNano,
       costNano,
       usage,
       ...(idempotency ? { idempotency } : {}),
@@ -96,7 +97,12 @@ export class Billing {
 
   /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */
   release(hold: Hold, usage: UsageRecord | null) {
-    return this.store.release({ holdId: hold.holdId, accountId: hold.accountId, usage });
+    return this.store.release({
+      holdId: hold.holdId,
+      accountId: hold.accountId,
+      holdAmountNano: hold.amountNano,
+      usage,
+    });
   }
 
   /** Balance and spend of an account: today and this calendar month (UTC). */

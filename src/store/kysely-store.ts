@@ -367,23 +367,21 @@ export class KyselyStore implements Store {
   private async placeHoldGeneric(input: PlaceHoldInput): Promise<PlaceHoldResult> {
     if (this.groupWrites) {
       const placed = await this.groupWrites.placeHold(input);
-      if (placed) return { ok: true, balanceNano: placed.balanceNano };
+      if (placed) return { ok: true };
       // Nothing was written: say why.
       return refusedHold(await this.accountState(this.db, input.accountId));
     }
     return this.db.transaction().execute(async (trx) => {
-      // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed. It returns the
-      // new balance itself, so a busy account's row stays locked for as few round trips as possible.
+      // The one atomic statement of DESIGN.md "Holds": no row updated → nothing changed.
       const updated = await trx
         .updateTable('accounts')
         .set((eb) => ({ balance_nano: eb('balance_nano', '-', input.amountNano) }))
         .where('id', '=', input.accountId)
         .where('status', '=', 'active')
         .where('balance_nano', '>=', input.amountNano)
-        .returning('balance_nano')
         .executeTakeFirst();
-      if (!updated) return refusedHold(await this.accountState(trx, input.accountId));
-      const balanceNano = toNumber(updated.balance_nano);
+      if (Number(updated.numUpdatedRows) === 0)
+        return refusedHold(await this.accountState(trx, input.accountId));
       await trx
         .insertInto('holds')
         .values({
@@ -396,7 +394,7 @@ export class KyselyStore implements Store {
           expires_at: input.expiresAt,
         })
         .execute();
-      return { ok: true as const, balanceNano };
+      return { ok: true as const };
     });
   }
 

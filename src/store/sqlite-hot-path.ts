@@ -168,18 +168,15 @@ export class SqliteHotPath {
       input.createdAt,
       input.expiresAt,
     );
-    return { ok: true, balanceNano: this.balanceOf(input.accountId) };
+    return { ok: true };
   }
 
   /**
-   * Closes an open hold — deletes its row — and returns its amount; 0 when it was already closed (its
-   * money is never returned twice).
+   * Closes an open hold — deletes its row, found by id, account and the amount it was placed with — and
+   * returns that amount; 0 when no such row is open (closed already: its money is never returned twice).
    */
-  private closeHold(holdId: string, accountId: string): number {
-    const amount = this.stmt.holdAmount.get(holdId, accountId) as number | undefined;
-    if (amount === undefined) return 0;
-    this.stmt.deleteHold.run(holdId);
-    return toNumber(amount);
+  private closeHold(holdId: string, accountId: string, amountNano: number): number {
+    return this.stmt.closeHold.run(holdId, accountId, amountNano).changes === 1 ? amountNano : 0;
   }
 
   private balanceOf(accountId: string): number {
@@ -195,7 +192,7 @@ export class SqliteHotPath {
   }
 
   private settleInTx(input: SettleInput): SettleResult {
-    const held = this.closeHold(input.holdId, input.accountId);
+    const held = this.closeHold(input.holdId, input.accountId, input.holdAmountNano);
     // Charge from the hold first, then from the balance as far as it goes; never below zero.
     let chargedNano: number;
     let next: number;
@@ -233,7 +230,7 @@ export class SqliteHotPath {
   }
 
   private releaseInTx(input: ReleaseInput): { balanceNano: number } {
-    const held = this.closeHold(input.holdId, input.accountId);
+    const held = this.closeHold(input.holdId, input.accountId, input.holdAmountNano);
     const next = held > 0 ? this.addToBalance(input.accountId, held) : this.balanceOf(input.accountId);
     if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0));
     return { balanceNano: next };
@@ -264,8 +261,7 @@ function prepareAll(db: SQLite.Database) {
       `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
        values (?, ?, ?, ?, ?, ?, ?)`,
     ),
-    holdAmount: db.prepare('select amount_nano from holds where id = ? and account_id = ?').pluck(),
-    deleteHold: db.prepare('delete from holds where id = ?'),
+    closeHold: db.prepare('delete from holds where id = ? and account_id = ? and amount_nano = ?'),
     balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
     setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
     addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),

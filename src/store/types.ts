@@ -75,13 +75,15 @@ export interface PlaceHoldInput {
 }
 
 export type PlaceHoldResult =
-  | { ok: true; balanceNano: number }
+  | { ok: true }
   /** Balance too low (or the account is disabled / missing): nothing was changed. */
   | { ok: false; reason: 'insufficient_balance' | 'account_inactive'; balanceNano: number };
 
 export interface SettleInput {
   holdId: string;
   accountId: string;
+  /** The amount the hold was placed with (`Hold.amountNano`); see {@link ReleaseInput.holdAmountNano}. */
+  holdAmountNano: number;
   /** Actual cost to charge (input + output cost of the usage row). */
   costNano: number;
   usage: UsageRecord;
@@ -125,6 +127,12 @@ export interface SettleResult {
 export interface ReleaseInput {
   holdId: string;
   accountId: string;
+  /**
+   * The amount the hold was placed with (`Hold.amountNano`). The embedded SQLite store closes the hold by
+   * deleting the row of this id, account and amount in one statement instead of reading the amount first;
+   * no row deleted means the hold was already closed (or is not this one): nothing is returned.
+   */
+  holdAmountNano: number;
   /** The failed request's usage row (zero cost), or null to write none. */
   usage: UsageRecord | null;
 }

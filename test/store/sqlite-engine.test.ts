@@ -59,6 +59,7 @@ describe('group commit', () => {
         store.settle({
           holdId: `hold_${i}`,
           accountId: a,
+          holdAmountNano: 1_000,
           costNano: 100,
           usage: usageRow(a, `req_${i}`, ENGINE_USAGE),
         }),
@@ -66,6 +67,7 @@ describe('group commit', () => {
       store.settle({
         holdId: 'hold_19',
         accountId: 'acct_missing',
+        holdAmountNano: 1_000,
         costNano: 100,
         usage: usageRow(a, 'req_19', ENGINE_USAGE),
       }),
@@ -116,7 +118,7 @@ describe('group commit', () => {
     const a = await fundedAccount(store, 10_000);
     const pending = store.placeHold(hold(a, 1));
     await store.close();
-    await expect(pending).resolves.toMatchObject({ ok: true, balanceNano: 9_000 });
+    await expect(pending).resolves.toEqual({ ok: true });
     store = await openStore(`sqlite:${file}`, { sqliteSynchronous: 'NORMAL' });
     expect(await balanceOf(a)).toBe(9_000);
   });

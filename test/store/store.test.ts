@@ -36,6 +36,13 @@ async function secondStore(): Promise<Store> {
   return other;
 }
 
+/** What a settle or a release names of the hold it closes. */
+const closing = (accountId: string, holdId: string, holdAmountNano: number) => ({
+  holdId,
+  accountId,
+  holdAmountNano,
+});
+
 const hold = (accountId: string, holdId: string, amountNano: number, expiresAt = Date.now() + 60_000) => ({
   holdId,
   accountId,
@@ -84,7 +91,8 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect(refused).toEqual({ ok: false, reason: 'insufficient_balance', balanceNano: 1000 });
     expect(await store.openHoldsNano(id)).toBe(0);
     const ok = await store.placeHold(hold(id, 'h2', 1000));
-    expect(ok).toEqual({ ok: true, balanceNano: 0 });
+    expect(ok).toEqual({ ok: true });
+    expect((await store.getAccount(id))?.balanceNano).toBe(0);
     expect(await store.openHoldsNano(id)).toBe(1000);
   });
 
@@ -94,6 +102,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     const settled = await store.settle({
       holdId: 'h1',
       accountId: id,
+      holdAmountNano: 600,
       costNano: 250,
       usage: usageRow(id, 'r1'),
     });
@@ -108,6 +117,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     const settled = await store.settle({
       holdId: 'h1',
       accountId: id,
+      holdAmountNano: 900,
       costNano: 1500,
       usage: usageRow(id, 'r1'),
     });
@@ -119,14 +129,34 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     const id = await fundedAccount(store, 1000);
     await store.placeHold(hold(id, 'h1', 100));
     await store.placeHold(hold(id, 'h2', 100));
-    await store.settle({ holdId: 'h1', accountId: id, costNano: 50, usage: usageRow(id, 'same') });
+    await store.settle({ ...closing(id, 'h1', 100), costNano: 50, usage: usageRow(id, 'same') });
     await expect(
-      store.settle({ holdId: 'h2', accountId: id, costNano: 50, usage: usageRow(id, 'same') }),
+      store.settle({ ...closing(id, 'h2', 100), costNano: 50, usage: usageRow(id, 'same') }),
     ).rejects.toThrow();
     expect(await store.openHoldsNano(id)).toBe(100);
     expect((await store.getAccount(id))?.balanceNano).toBe(850);
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
+
+  it.runIf(TEST_DIALECT === 'sqlite')(
+    'a settle that names another amount than the hold was placed with closes nothing (SQLite closes by id, account and amount)',
+    async () => {
+      const id = await fundedAccount(store, 1000);
+      await store.placeHold(hold(id, 'h1', 400));
+      const settled = await store.settle({
+        ...closing(id, 'h1', 399),
+        costNano: 100,
+        usage: usageRow(id, 'r1'),
+      });
+      // Treated as a hold already closed: the cost comes from the balance, the hold stays open until released.
+      expect(settled).toEqual({ balanceNano: 500, chargedNano: 100, shortfallNano: 0 });
+      expect(await store.openHoldsNano(id)).toBe(400);
+      expect((await store.ledgerCheck()).ok).toBe(true);
+      expect((await store.release({ ...closing(id, 'h1', 400), usage: null })).balanceNano).toBe(900);
+      expect(await store.openHoldsNano(id)).toBe(0);
+      expect((await store.ledgerCheck()).ok).toBe(true);
+    },
+  );
 
   it('a hold released by the sweeper is not returned twice when its request settles later', async () => {
     const id = await fundedAccount(store, 1000);
@@ -134,13 +164,12 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect(await store.releaseHolds({ kind: 'expired', now: Date.now() })).toBe(1);
     expect((await store.getAccount(id))?.balanceNano).toBe(1000);
     const settled = await store.settle({
-      holdId: 'h1',
-      accountId: id,
+      ...closing(id, 'h1', 400),
       costNano: 100,
       usage: usageRow(id, 'r1'),
     });
     expect(settled.balanceNano).toBe(900);
-    const released = await store.release({ holdId: 'h1', accountId: id, usage: null });
+    const released = await store.release({ ...closing(id, 'h1', 400), usage: null });
     expect(released.balanceNano).toBe(900);
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
@@ -198,12 +227,12 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     for (const h of ['h1', 'h2', 'h3', 'h4']) await store.placeHold(hold(id, h, 100));
     await store.placeHold(hold(id, 'h5', 100, Date.now() - 1));
     expect(await rows()).toEqual(['h1', 'h2', 'h3', 'h4', 'h5']);
-    await store.settle({ holdId: 'h1', accountId: id, costNano: 40, usage: usageRow(id, 'r1') });
-    await store.release({ holdId: 'h2', accountId: id, usage: null });
+    await store.settle({ ...closing(id, 'h1', 100), costNano: 40, usage: usageRow(id, 'r1') });
+    await store.release({ ...closing(id, 'h2', 100), usage: null });
     expect(await store.releaseHolds({ kind: 'expired', now: Date.now() })).toBe(1);
     // A settle that fails (its request id was already settled) deletes nothing.
     await expect(
-      store.settle({ holdId: 'h3', accountId: id, costNano: 40, usage: usageRow(id, 'r1') }),
+      store.settle({ ...closing(id, 'h3', 100), costNano: 40, usage: usageRow(id, 'r1') }),
     ).rejects.toThrow();
     expect(await rows()).toEqual(['h3', 'h4']);
     expect(await store.openHoldsTotal()).toEqual({ count: 2, amountNano: 200 });
@@ -340,7 +369,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
       store.releaseHolds({ kind: 'expired', now: Date.now() }),
       other.releaseHolds({ kind: 'expired', now: Date.now() }),
       ...Array.from({ length: 10 }, (_, i) =>
-        store.settle({ holdId: `h${i}`, accountId: id, costNano: 100, usage: usageRow(id, `r${i}`) }),
+        store.settle({ ...closing(id, `h${i}`, 1_000), costNano: 100, usage: usageRow(id, `r${i}`) }),
       ),
     ]);
     expect((a as number) + (b as number)).toBeLessThanOrEqual(20);
@@ -397,7 +426,7 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): prepared statemen
     const id = await fundedAccount(one, 10_000);
     for (const n of [1, 2]) {
       await one.placeHold({ ...hold(id, `p${n}`, 500), owner: 'inst_p' });
-      await one.settle({ holdId: `p${n}`, accountId: id, costNano: 120, usage: usageRow(id, `rp${n}`) });
+      await one.settle({ ...closing(id, `p${n}`, 500), costNano: 120, usage: usageRow(id, `rp${n}`) });
     }
     expect((await one.getAccount(id))?.balanceNano).toBe(10_000 - 240);
     expect((await one.ledgerCheck()).ok).toBe(true);
@@ -450,7 +479,7 @@ describe.runIf(TEST_DIALECT === 'postgres')(
       expect((await one.getAccount(id))?.balanceNano).toBe(80_000);
       const settled = await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          one.settle({ holdId: `g${i}`, accountId: id, costNano: 300, usage: usageRow(id, `rg${i}`) }),
+          one.settle({ ...closing(id, `g${i}`, 1_000), costNano: 300, usage: usageRow(id, `rg${i}`) }),
         ),
       );
       expect(settled.every((r) => r.chargedNano === 300 && r.shortfallNano === 0)).toBe(true);
@@ -481,7 +510,7 @@ describe.runIf(TEST_DIALECT === 'postgres')(
         'ok',
         'ok',
       ]);
-      expect(results.map((r) => r.balanceNano)).toEqual([4_500, 0, 500, 0]);
+      expect(results[1]).toEqual({ ok: false, reason: 'insufficient_balance', balanceNano: 0 });
       expect(await one.openHoldsNano(id)).toBe(10_500);
       expect((await one.ledgerCheck()).ok).toBe(true);
       // The group's statement (refused: 15,500 > 10,500), then each hold alone.
@@ -514,7 +543,7 @@ describe.runIf(TEST_DIALECT === 'postgres')(
       await one.recordUsage(usageRow(id, 'taken'));
       const statements = countStatements(one);
       const settle = (holdId: string, costNano: number, requestId: string) =>
-        one.settle({ holdId, accountId: id, costNano, usage: usageRow(id, requestId) });
+        one.settle({ ...closing(id, holdId, 1_000), costNano, usage: usageRow(id, requestId) });
       const [s1, s2, s3, s4, s5] = await Promise.allSettled([
         settle('s1', 100, 'r1'),
         settle('s2', 2_000, 'r2'), // more than its hold: the rest from the balance
