@@ -6,7 +6,7 @@
  * bare proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a
  * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
  * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
- * counted several times in an hour moves by up to ±5% (V8's tiering: how much of the gateway's code runs
+ * counted several times in an hour moves by up to ±4% (V8's tiering: how much of the gateway's code runs
  * interpreted in the counted window), and hours apart more (group commit sizes follow the relative speed of
  * the slowed-down process): compare A and B interleaved, several of each. The share spent inside
  * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the
@@ -157,11 +157,10 @@ function dumpedInstructions(dir: string, name: string, pid: number): number | un
 /**
  * Instructions spent inside better-sqlite3 (SQLite and its binding) in the same dump: the inclusive counts
  * of the addon's entry points from JavaScript (betterSqliteInstructions), read with `callgrind_annotate`.
- * Unlike the total it does not move with
- * V8's tiering (which functions run interpreted, and when they are optimised or deoptimised, changes from
- * run to run and moves the total by up to ±4%), so it measures a change to the store's statements or schema
- * to about 1,000 instructions. `undefined` when the process has no such frames or callgrind_annotate is
- * missing.
+ * Unlike the total it does not move with V8's tiering (which functions run interpreted, and when they are
+ * optimised or deoptimised, changes from run to run and moves the total by up to ±4%), so it measures a
+ * change to the store's statements or schema to about 1,000 instructions. `undefined` when the process has
+ * no such frames or callgrind_annotate is missing.
  */
 function sqliteInstructions(dir: string, name: string, pid: number): number | undefined {
   const dump = newestMainDump(dir, name, pid);
