@@ -59,6 +59,10 @@ const flags = readFlags('npm run bench:instructions --', {
   requests: { type: 'string', help: 'requests counted per target (default 3000)' },
   warmup: { type: 'string', help: 'requests before counting starts (default 6000)' },
   connections: { type: 'string', help: 'concurrent requests (default 50)' },
+  accounts: {
+    type: 'string',
+    help: "accounts (one key each) Tollgate's requests are spread over, request by request (default 1)",
+  },
   keep: { type: 'string', help: 'copy the callgrind dumps to this directory (for callgrind_annotate)' },
   env: {
     type: 'string',
@@ -79,6 +83,7 @@ const requests = Math.max(100, flags.number('requests', 3000));
 const warmup = flags.number('warmup', 6000);
 const keep = flags.string('keep');
 const connections = Math.max(1, flags.number('connections', 50));
+const accounts = Math.max(1, Math.round(flags.number('accounts', 1)));
 const tollgateEnv = flags.env('env');
 
 try {
@@ -224,6 +229,7 @@ try {
             pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
             tollgateEnv,
             wrap,
+            accounts,
           });
     try {
       process.stderr.write(`${COUNTED[name]}: ${warmup} warm-up requests…\n`);
@@ -277,7 +283,7 @@ process.stdout.write(
 );
 const file = writeResults(
   'instructions-',
-  { machine: machineInfo(), requests, warmup, connections, tollgateEnv, rows },
+  { machine: machineInfo(), requests, warmup, connections, accounts, tollgateEnv, rows },
   startedAt,
 );
 process.stdout.write(`JSON: ${file}\n`);

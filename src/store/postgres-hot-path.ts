@@ -38,7 +38,7 @@ const PLACE_HOLD = `with charged as (
   select $3::text, $2::text, $4::text, $1::bigint, $5::text, $6::bigint, $7::bigint
     from charged
 )
-select balance_nano from charged`;
+select 1 as placed from charged`;
 
 /** Parameters of SETTLE before the usage row's values, which follow in `USAGE_COLUMNS` order. */
 const SETTLE_FIXED_PARAMS = 5;
@@ -79,14 +79,11 @@ prepareByName(SETTLE, 'settle');
 type BalanceRow = { balance_nano: string | number };
 
 /**
- * Places the hold and writes its row. Undefined when the account was not charged (inactive, missing or
+ * Places the hold and writes its row. False when the account was not charged (inactive, missing or
  * short of money): nothing was written, and the caller words the refusal.
  */
-async function placeHoldAtOnce(
-  db: Kysely<Database>,
-  input: PlaceHoldInput,
-): Promise<{ balanceNano: number } | undefined> {
-  const { rows } = await db.executeQuery<BalanceRow>(
+async function placeHoldAtOnce(db: Kysely<Database>, input: PlaceHoldInput): Promise<boolean> {
+  const { rows } = await db.executeQuery(
     CompiledQuery.raw(PLACE_HOLD, [
       input.amountNano,
       input.accountId,
@@ -97,8 +94,7 @@ async function placeHoldAtOnce(
       input.expiresAt,
     ]),
   );
-  const row = rows[0];
-  return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
+  return rows.length > 0;
 }
 
 /**
@@ -137,7 +133,7 @@ const PLACE_HOLDS = `with charged as (
     from unnest($4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])
          as h(id, request_id, amount_nano, created_at, expires_at), charged
 )
-select balance_nano from charged`;
+select 1 as placed from charged`;
 
 /** SETTLES' parameters before the usage row's columns, which follow as one array each. */
 const SETTLES_FIXED_PARAMS = 4;
@@ -253,7 +249,8 @@ class PerAccountGroups<I, O> {
   }
 }
 
-type Placed = { balanceNano: number } | undefined;
+/** A settle's balance after it; undefined when the general settle must run instead. */
+type Settled = { balanceNano: number } | undefined;
 
 /**
  * The PostgreSQL store's per-call writes, grouped by account: the calls of one account that arrive
@@ -270,21 +267,22 @@ type Placed = { balanceNano: number } | undefined;
  * so a bad row fails only its own call.
  */
 export class PostgresGroupWrites {
-  private readonly holds = new PerAccountGroups<PlaceHoldInput, Placed>((accountId, inputs) =>
+  private readonly holds = new PerAccountGroups<PlaceHoldInput, boolean>((accountId, inputs) =>
     this.placeGroup(accountId, inputs),
   );
-  private readonly settles = new PerAccountGroups<{ input: SettleInput; now: number }, Placed>(
+  private readonly settles = new PerAccountGroups<{ input: SettleInput; now: number }, Settled>(
     (accountId, inputs) => this.settleGroup(accountId, inputs),
   );
 
   constructor(private readonly db: Kysely<Database>) {}
 
-  placeHold(input: PlaceHoldInput): Promise<Placed> {
+  /** True when the hold was placed; false when the account was not charged and nothing was written. */
+  placeHold(input: PlaceHoldInput): Promise<boolean> {
     return this.holds.submit(input.accountId, input);
   }
 
   /** The usual settle (no Idempotency-Key); undefined when the general settle must run instead. */
-  settle(input: SettleInput, now: number): Promise<Placed> {
+  settle(input: SettleInput, now: number): Promise<Settled> {
     if (input.idempotency) return Promise.resolve(undefined);
     return this.settles.submit(input.accountId, { input, now });
   }
@@ -292,14 +290,14 @@ export class PostgresGroupWrites {
   private async placeGroup(
     accountId: string,
     inputs: PlaceHoldInput[],
-  ): Promise<PromiseSettledResult<Placed>[]> {
+  ): Promise<PromiseSettledResult<boolean>[]> {
     const first = inputs[0] as PlaceHoldInput;
     let sum = 0;
     for (const h of inputs) sum += h.amountNano;
     const oneOwner = inputs.every((h) => h.owner === first.owner);
     if (inputs.length > 1 && oneOwner && Number.isSafeInteger(sum)) {
       const placed = await unlessRefusedByRow(() =>
-        this.db.executeQuery<BalanceRow>(
+        this.db.executeQuery(
           CompiledQuery.raw(PLACE_HOLDS, [
             accountId,
             sum,
@@ -312,11 +310,7 @@ export class PostgresGroupWrites {
           ]),
         ),
       );
-      const row = placed?.rows[0];
-      if (row) {
-        const balanceNano = toNumber(row.balance_nano);
-        return inputs.map(() => ({ status: 'fulfilled', value: { balanceNano } }));
-      }
+      if (placed && placed.rows.length > 0) return inputs.map(() => ({ status: 'fulfilled', value: true }));
     }
     // One call, or the balance does not cover them all, or a row was refused: one by one, in arrival order.
     return eachInTurn(inputs, (h) => placeHoldAtOnce(this.db, h));
@@ -325,7 +319,7 @@ export class PostgresGroupWrites {
   private async settleGroup(
     accountId: string,
     items: { input: SettleInput; now: number }[],
-  ): Promise<PromiseSettledResult<Placed>[]> {
+  ): Promise<PromiseSettledResult<Settled>[]> {
     const holdIds = new Set(items.map((s) => s.input.holdId));
     if (items.length === 1 || holdIds.size !== items.length) return this.settleEach(items);
     const now = (items[0] as { now: number }).now;
@@ -353,7 +347,7 @@ export class PostgresGroupWrites {
   }
 
   /** One by one; a call the single statement cannot settle takes the general settle, which reports. */
-  private settleEach(items: { input: SettleInput; now: number }[]): Promise<PromiseSettledResult<Placed>[]> {
+  private settleEach(items: { input: SettleInput; now: number }[]): Promise<PromiseSettledResult<Settled>[]> {
     return eachInTurn(items, (s) => settleCoveredAtOnce(this.db, s.input, s.now).catch(noneUnlessAway));
   }
 }

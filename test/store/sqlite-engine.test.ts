@@ -113,6 +113,70 @@ describe('group commit', () => {
     );
   });
 
+  it('each group reads the balance afresh: money another connection adds between groups counts in the next', async () => {
+    await open();
+    const a = await fundedAccount(store, 1_000);
+    // Two holds of one account in one group: the balance covers only the first.
+    const first = await Promise.all([store.placeHold(hold(a, 1, 600)), store.placeHold(hold(a, 2, 600))]);
+    expect(first).toEqual([{ ok: true }, { ok: false, reason: 'insufficient_balance', balanceNano: 400 }]);
+
+    // Another writer of the same file (the CLI's `credits add`, say) between two groups.
+    const other = new SQLite(file);
+    try {
+      other.prepare('update accounts set balance_nano = balance_nano + 700 where id = ?').run(a);
+    } finally {
+      other.close();
+    }
+    // 1,100 now: with the first group's 400 these could not both be taken.
+    const second = await Promise.all([store.placeHold(hold(a, 3, 500)), store.placeHold(hold(a, 4, 600))]);
+    expect(second).toEqual([{ ok: true }, { ok: true }]);
+    // A release and a hold it pays for, in one group.
+    const [released, placed] = await Promise.all([
+      store.release({ holdId: 'hold_1', accountId: a, holdAmountNano: 600, usage: null }),
+      store.placeHold(hold(a, 5, 600)),
+    ]);
+    expect(released).toEqual({ balanceNano: 600 });
+    expect(placed).toEqual({ ok: true });
+    expect(await balanceOf(a)).toBe(0);
+  });
+
+  it('in one group, an account with several operations and accounts with one each all end exact', async () => {
+    await open();
+    const many = await fundedAccount(store, 10_000);
+    const one = await fundedAccount(store, 10_000);
+    const poor = await fundedAccount(store, 500);
+    await store.placeHold(hold(many, 1, 1_000));
+    await store.placeHold(hold(one, 2, 1_000));
+    const settle = (accountId: string, i: number, costNano: number) =>
+      store.settle({
+        holdId: `hold_${i}`,
+        accountId,
+        holdAmountNano: 1_000,
+        costNano,
+        usage: usageRow(accountId, `req_${i}`, ENGINE_USAGE),
+      });
+    const results = await Promise.all([
+      settle(many, 1, 100),
+      store.placeHold(hold(many, 3, 4_000)),
+      settle(one, 2, 100),
+      store.placeHold(hold(poor, 4, 600)),
+      store.placeHold(hold(many, 5, 5_900)),
+      store.placeHold(hold(many, 6, 1)),
+    ]);
+    expect(results).toEqual([
+      { balanceNano: 9_900, chargedNano: 100, shortfallNano: 0 },
+      { ok: true },
+      { balanceNano: 9_900, chargedNano: 100, shortfallNano: 0 },
+      { ok: false, reason: 'insufficient_balance', balanceNano: 500 },
+      { ok: true },
+      { ok: false, reason: 'insufficient_balance', balanceNano: 0 },
+    ]);
+    expect(await balanceOf(many)).toBe(0);
+    expect(await balanceOf(one)).toBe(9_900);
+    expect(await balanceOf(poor)).toBe(500);
+    expect((await store.ledgerCheck()).problems).toEqual([]);
+  });
+
   it('close() commits what is still queued', async () => {
     await open();
     const a = await fundedAccount(store, 10_000);
