@@ -69,6 +69,12 @@ export interface TargetSummary {
   c50RunsLoadBound?: number;
   cpuUsPerReq?: number;
   cpuVsBare?: number;
+  /**
+   * The per-run ratios behind `rpsVsBare` and `cpuVsBare`, in run order: the goal lines show them, since a
+   * machine whose speed moves during a run can leave a median that only one run supports.
+   */
+  rpsVsBareRuns?: number[];
+  cpuVsBareRuns?: number[];
   /** req/s ÷ Portkey's req/s in the same run (median of the per-run ratios). */
   rpsVsPortkey?: number;
   /** Portkey's CPU per request ÷ this target's, per run. */
@@ -106,16 +112,24 @@ function runsOf(records: readonly RunRecord[], target: TargetName): RunAndPeers[
   return out;
 }
 
-function perRun(
-  records: readonly RunRecord[],
-  target: TargetName,
-  pick: (
-    m: RunMetrics,
-    bare: RunMetrics | undefined,
-    sim: RunMetrics | undefined,
-    portkey: RunMetrics | undefined,
-  ) => number | undefined,
-): number | undefined {
+type Pick = (
+  m: RunMetrics,
+  bare: RunMetrics | undefined,
+  sim: RunMetrics | undefined,
+  portkey: RunMetrics | undefined,
+) => number | undefined;
+
+/** A figure of each run of `target` (runs where it cannot be taken left out), in run order. */
+function eachRun(records: readonly RunRecord[], target: TargetName, pick: Pick): number[] {
+  const out: number[] = [];
+  for (const r of runsOf(records, target)) {
+    const v = pick(r.m, r.bare, r.sim, r.portkey);
+    if (v !== undefined) out.push(v);
+  }
+  return out;
+}
+
+function perRun(records: readonly RunRecord[], target: TargetName, pick: Pick): number | undefined {
   return median(runsOf(records, target).map((r) => pick(r.m, r.bare, r.sim, r.portkey)));
 }
 
@@ -146,7 +160,7 @@ export function summarize(
       fixedRate,
     };
     if (measured.length === 0) return base;
-    const m = (pick: Parameters<typeof perRun>[2]) => perRun(records, name, pick);
+    const m = (pick: Pick) => perRun(records, name, pick);
     const ratio = (a: number | undefined, b: number | undefined) =>
       a === undefined || b === undefined || b === 0 ? undefined : a / b;
     const diff = (a: number | undefined, b: number | undefined) =>
@@ -178,6 +192,8 @@ export function summarize(
       c50RunsLoadBound: measured.filter((r) => loadBound(r.metrics?.c50, C50_LOAD_CPU_LIMIT)).length,
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
       cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
+      rpsVsBareRuns: eachRun(records, name, (x, bare) => ratio(x.c50.rps, bare?.c50.rps)),
+      cpuVsBareRuns: eachRun(records, name, (x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
       rpsVsPortkey: m((x, _bare, _sim, portkey) => ratio(x.c50.rps, portkey?.c50.rps)),
       cpuVsPortkey: m((x, _bare, _sim, portkey) => ratio(portkey?.cpuUsPerReq, x.cpuUsPerReq)),
       dbCpuUsPerReq: m((x) => x.dbCpuUsPerReq),
@@ -213,7 +229,7 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
       add(
         'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)',
         r >= 0.7 ? 'PASS' : r >= 0.5 ? 'FLOOR' : 'FAIL',
-        `${r.toFixed(2)}×`,
+        `${r.toFixed(2)}×${runsShown(s.rpsVsBareRuns)}`,
       );
     }
     check(
@@ -226,7 +242,7 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
       'gateway CPU per request ≤ 1.4× the bare proxy',
       s.cpuVsBare,
       (v) => v <= 1.4,
-      (v) => `${v.toFixed(2)}×`,
+      (v) => `${v.toFixed(2)}×${runsShown(s.cpuVsBareRuns)}`,
     );
     check(
       'unloaded added p50 over the upstream ≤ 250 µs',
@@ -260,6 +276,12 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
     add('memory flat (±10%) over a 5-minute soak', 'N/A', 'measured by `npm run bench:soak`');
   }
   return out;
+}
+
+/** ` (per run a / b / c)` when more than one run gave the ratio; empty otherwise. */
+function runsShown(ratios: readonly number[] | undefined): string {
+  if (ratios === undefined || ratios.length < 2) return '';
+  return ` (per run ${ratios.map((v) => v.toFixed(2)).join(' / ')})`;
 }
 
 function signed(v: number, digits: number): string {

@@ -88,6 +88,14 @@ describe('the benchmark report', () => {
     // c1 p50 minus the simulator's, in µs: 0.25 − 0.06 ms.
     expect(sqlite?.addedP50Us).toBeCloseTo(190, 6);
     expect(sqlite?.fixedP99OverBareMs).toBeCloseTo(0.5, 10);
+
+    // The goal lines show the runs behind each median ratio, in run order.
+    const results = evaluateGoals(summarize(['sim', 'bare', 'sqlite'], recs, new Map(), 200));
+    expect(goal(results, 'req/s at c50 ≥ 0.7×')).toMatchObject({
+      status: 'FLOOR',
+      value: '0.60× (per run 0.80 / 0.40 / 0.60)',
+    });
+    expect(goal(results, 'gateway CPU').value).toBe('1.30× (per run 1.30 / 1.30 / 1.30)');
   });
 
   it('passes every goal the figures meet and leaves the soak and a missing Portkey to N/A', () => {
