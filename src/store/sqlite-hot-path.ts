@@ -82,7 +82,7 @@ export class SqliteHotPath {
   private groupBegun = false;
   private readonly direct: Balances;
   private readonly inTransaction: FiguresInTransaction;
-  /** The accounts with more than one operation in the group being committed; empty otherwise. */
+  /** The accounts with more than one operation in the group whose transaction is running; empty otherwise. */
   private readonly repeated = new Set<string>();
 
   constructor(
@@ -92,26 +92,21 @@ export class SqliteHotPath {
     this.stmt = prepareAll(db);
     this.direct = new DirectBalances(this.stmt);
     this.inTransaction = new FiguresInTransaction(this.stmt);
+    // `repeated` and the figures live inside this function only: filled at its start, emptied before the
+    // transaction commits or rolls back. A group's operations run again alone (`singleTx`) find both empty
+    // and take the single statements.
     this.groupTx = db.transaction((group: Pending[], outcomes: unknown[]) => {
       this.groupBegun = true;
+      this.findRepeated(group);
       try {
         for (const op of group) outcomes.push(op.run());
         this.inTransaction.write();
       } finally {
+        this.repeated.clear();
         this.inTransaction.forget();
       }
     }).immediate;
-    // `repeated` is empty here (commitGroup clears it before running a group's operations alone), so the
-    // figures stay unused; written and forgotten all the same, so that no figure can outlive its transaction.
-    this.singleTx = db.transaction((op: Pending) => {
-      try {
-        const outcome = op.run();
-        this.inTransaction.write();
-        return outcome;
-      } finally {
-        this.inTransaction.forget();
-      }
-    }).immediate;
+    this.singleTx = db.transaction((op: Pending) => op.run()).immediate;
   }
 
   /** Whether a (Kysely) transaction is open on the connection right now. */
@@ -181,12 +176,9 @@ export class SqliteHotPath {
     this.queue = this.queue.length <= MAX_GROUP ? [] : this.queue.slice(MAX_GROUP);
     const outcomes: unknown[] = [];
     this.groupBegun = false;
-    this.findRepeated(group);
     try {
       this.groupTx(group, outcomes);
     } catch (error) {
-      // Alone, every operation takes the single statements.
-      this.repeated.clear();
       // The whole group was rolled back. An operation that threw (outcomes stops at it) is retried with
       // the others one transaction each, so only it fails; a failed BEGIN or COMMIT (the file locked past
       // busy_timeout, a full disk) fails them all.
@@ -197,7 +189,6 @@ export class SqliteHotPath {
       }
       return;
     }
-    this.repeated.clear();
     for (let i = 0; i < group.length; i++) (group[i] as Pending).resolve(outcomes[i]);
   }
 
