@@ -130,7 +130,7 @@ function eachRun(records: readonly RunRecord[], target: TargetName, pick: Pick):
 }
 
 function perRun(records: readonly RunRecord[], target: TargetName, pick: Pick): number | undefined {
-  return median(runsOf(records, target).map((r) => pick(r.m, r.bare, r.sim, r.portkey)));
+  return median(eachRun(records, target, pick));
 }
 
 /** Whether a run's half-maximum phases compare: neither this target's nor the bare proxy's queued on the load CPU. */
@@ -165,10 +165,12 @@ export function summarize(
       a === undefined || b === undefined || b === 0 ? undefined : a / b;
     const diff = (a: number | undefined, b: number | undefined) =>
       a === undefined || b === undefined || !Number.isFinite(a) || !Number.isFinite(b) ? undefined : a - b;
+    const rpsVsBareRuns = eachRun(records, name, (x, bare) => ratio(x.c50.rps, bare?.c50.rps));
+    const cpuVsBareRuns = eachRun(records, name, (x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq));
     return {
       ...base,
       rps: m((x) => x.c50.rps),
-      rpsVsBare: m((x, bare) => ratio(x.c50.rps, bare?.c50.rps)),
+      rpsVsBare: median(rpsVsBareRuns),
       c1P50Ms: m((x) => x.c1.latency.p50),
       c1P99Ms: m((x) => x.c1.latency.p99),
       addedP50Us: m((x, _bare, sim) => {
@@ -191,9 +193,9 @@ export function summarize(
         .length,
       c50RunsLoadBound: measured.filter((r) => loadBound(r.metrics?.c50, C50_LOAD_CPU_LIMIT)).length,
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
-      cpuVsBare: m((x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
-      rpsVsBareRuns: eachRun(records, name, (x, bare) => ratio(x.c50.rps, bare?.c50.rps)),
-      cpuVsBareRuns: eachRun(records, name, (x, bare) => ratio(x.cpuUsPerReq, bare?.cpuUsPerReq)),
+      cpuVsBare: median(cpuVsBareRuns),
+      rpsVsBareRuns,
+      cpuVsBareRuns,
       rpsVsPortkey: m((x, _bare, _sim, portkey) => ratio(x.c50.rps, portkey?.c50.rps)),
       cpuVsPortkey: m((x, _bare, _sim, portkey) => ratio(portkey?.cpuUsPerReq, x.cpuUsPerReq)),
       dbCpuUsPerReq: m((x) => x.dbCpuUsPerReq),
