@@ -2,7 +2,7 @@
  * Bulk data for the scaling run, written straight into the real schema (after `store.migrate()`) with
  * better-sqlite3 prepared statements in batched transactions. Rows look like the ones the gateway writes:
  * random ids, keys stored as the SHA-256 of real `sk-svc-…` keys (so lookups by hash cost what they cost),
- * one credit per account, and for every past request a charge and a usage row — what one
+ * one credit per account, and for every past request a usage row carrying its charge — what one
  * served request leaves behind.
  *
  * Bulk loading only: the connection turns journaling and syncing off while it writes (a crash would
@@ -198,9 +198,9 @@ function priceNano(usd: string): number {
 
 /**
  * `count` past requests spread round-robin over `accounts` and over the auto-rotation providers, spaced
- * evenly over the last 30 days: for each, a charge in the ledger and a usage row (a served request's hold
- * row is deleted when it settles: the holds table holds only the calls in flight). Each account then gets
- * one more credit equal to its charges, so the ledger still balances.
+ * evenly over the last 30 days: for each, a usage row recording its charge (a served request's hold row is
+ * deleted when it settles: the holds table holds only the calls in flight). Each account then gets one
+ * more credit equal to its charges, so the ledger still balances.
  */
 export function bulkUsage(
   file: string,
@@ -236,7 +236,6 @@ export function bulkUsage(
 
     const batch = db.transaction((from: number, to: number) => {
       const n = to - from;
-      const lIds = ledgerIds(n);
       const requestIds = idMaker('chatcmpl-', 15)(n).map((id) => id.slice(0, 9 + 29));
       for (let k = 0; k < n; k++) {
         const i = from + k;
@@ -251,7 +250,6 @@ export function bulkUsage(
         const cost = inputCost + outputCost;
         const created = now - span + Math.floor((i * span) / count);
         const duration = 200 + Math.floor(rand() * 3000);
-        insertLedger.run(lIds[k], account.id, 'charge', cost, requestId, null, created + duration);
         insertUsage.run(
           requestId,
           account.id,
@@ -270,11 +268,12 @@ export function bulkUsage(
           duration,
           0,
           created,
+          cost,
         );
         charges[a] = (charges[a] as number) + cost;
       }
     });
-    withoutSecondaryIndexes(db, ['ledger', 'usage'], () => {
+    withoutSecondaryIndexes(db, ['usage'], () => {
       for (let from = 0; from < count; from += BATCH) {
         batch(from, Math.min(count, from + BATCH));
         if (count > BATCH) {

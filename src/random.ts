@@ -1,7 +1,7 @@
 import { randomFillSync } from 'node:crypto';
 
 /**
- * Random bytes for ids on the request path (completion, hold and ledger ids), from the same CSPRNG as
+ * Random bytes for ids on the request path (completion and hold ids), from the same CSPRNG as
  * `randomBytes` but drawn from a 4 KiB buffer refilled in one call: a `randomBytes(12)` per id costs a
  * native call and a Buffer allocation each time, which showed as 4% of a request's CPU (docs/performance.md).
  * Not for secrets (API keys, passwords, session ids): those use `randomBytes` directly.

@@ -97,8 +97,8 @@ export interface Config {
 /**
  * The page cache of the serving connection, in MiB. better-sqlite3 builds SQLite with a 16 MB default
  * (`SQLITE_DEFAULT_CACHE_SIZE=-16000`; SQLite's own is 2 MB), and under steady writes the cache fills to
- * it with pages written once and never read again — the usage and ledger rows and their index leaves —
- * which was ~16 of the ~22 MB the server's malloc heap grew by under load (docs/performance.md, eleventh
+ * it with pages written once and never read again — the usage rows (and, before migration 0007, the
+ * ledger's charge rows) and their index leaves — which was ~16 of the ~22 MB the server's malloc heap grew by under load (docs/performance.md, eleventh
  * round). The hot path reads only the pages of the accounts in use and the rightmost leaves it writes to;
  * a page not cached is read back from the WAL or the database file, through the operating system's
  * cache.

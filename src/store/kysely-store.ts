@@ -62,7 +62,7 @@ function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
   };
 }
 
-function usageRow(u: UsageRecord, shortfallNano: number): UsageTable {
+function usageRow(u: UsageRecord, shortfallNano: number, chargedNano: number): UsageTable {
   return {
     request_id: u.requestId,
     account_id: u.accountId,
@@ -81,6 +81,7 @@ function usageRow(u: UsageRecord, shortfallNano: number): UsageTable {
     duration_ms: u.durationMs,
     client_gone: u.clientGone ? 1 : 0,
     created_at: u.createdAt,
+    charged_nano: chargedNano,
   };
 }
 
@@ -146,7 +147,7 @@ export class KyselyStore implements Store {
    */
   private get hot(): SqliteHotPath | undefined {
     if (!this.sqlite) return undefined;
-    this.hotPath ??= new SqliteHotPath(this.sqlite, this.now);
+    this.hotPath ??= new SqliteHotPath(this.sqlite);
     return this.hotPath.busy ? undefined : this.hotPath;
   }
 
@@ -406,7 +407,7 @@ export class KyselyStore implements Store {
 
   private async settleGeneric(input: SettleInput): Promise<SettleResult> {
     if (this.groupWrites) {
-      const done = await this.groupWrites.settle(input, this.now());
+      const done = await this.groupWrites.settle(input);
       if (done) return { balanceNano: done.balanceNano, chargedNano: input.costNano, shortfallNano: 0 };
     }
     return this.db.transaction().execute(async (trx) => {
@@ -423,21 +424,11 @@ export class KyselyStore implements Store {
         .set({ balance_nano: next })
         .where('id', '=', input.accountId)
         .execute();
-      if (chargedNano > 0) {
-        await trx
-          .insertInto('ledger')
-          .values({
-            id: newId('led'),
-            account_id: input.accountId,
-            kind: 'charge',
-            amount_nano: chargedNano,
-            request_id: input.usage.requestId,
-            note: null,
-            created_at: this.now(),
-          })
-          .execute();
-      }
-      await trx.insertInto('usage').values(usageRow(input.usage, shortfallNano)).execute();
+      // The usage row is the charge's record (migration 0007).
+      await trx
+        .insertInto('usage')
+        .values(usageRow(input.usage, shortfallNano, chargedNano))
+        .execute();
       if (input.idempotency) {
         await trx
           .updateTable('idempotency')
@@ -471,7 +462,11 @@ export class KyselyStore implements Store {
           .where('id', '=', input.accountId)
           .execute();
       }
-      if (input.usage) await trx.insertInto('usage').values(usageRow(input.usage, 0)).execute();
+      if (input.usage)
+        await trx
+          .insertInto('usage')
+          .values(usageRow(input.usage, 0, 0))
+          .execute();
       return { balanceNano: next };
     });
   }
@@ -479,7 +474,10 @@ export class KyselyStore implements Store {
   async recordUsage(usage: UsageRecord): Promise<void> {
     const hot = this.hot;
     if (hot) return hot.recordUsage(usage);
-    await this.db.insertInto('usage').values(usageRow(usage, 0)).execute();
+    await this.db
+      .insertInto('usage')
+      .values(usageRow(usage, 0, 0))
+      .execute();
   }
 
   async releaseHolds(filter: HoldsToRelease): Promise<number> {
@@ -573,11 +571,19 @@ export class KyselyStore implements Store {
         .select(['account_id', 'kind', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
         .groupBy(['account_id', 'kind'])
         .execute();
+      // Charges since migration 0007: the usage rows' charged_nano (null on rows written before it).
+      const usageCharges = await trx
+        .selectFrom('usage')
+        .select(['account_id', (eb) => eb.fn.sum<string | number | null>('charged_nano').as('total')])
+        .where('charged_nano', 'is not', null)
+        .groupBy('account_id')
+        .execute();
       const holds = await trx
         .selectFrom('holds')
         .select(['account_id', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
         .groupBy('account_id')
         .execute();
+      // A request charged twice: two ledger rows (before 0007), or a ledger row and a charge on its usage row.
       const duplicates = await trx
         .selectFrom('ledger')
         .select(['account_id', 'request_id'])
@@ -586,13 +592,22 @@ export class KyselyStore implements Store {
         .groupBy(['account_id', 'request_id'])
         .having((eb) => eb.fn.countAll(), '>', 1)
         .execute();
+      const chargedTwice = await trx
+        .selectFrom('ledger')
+        .innerJoin('usage', 'usage.request_id', 'ledger.request_id')
+        .select('ledger.account_id')
+        .where('ledger.kind', '=', 'charge')
+        .where('usage.charged_nano', '>', 0)
+        .execute();
 
       const credits = new Map<string, number>();
       const charges = new Map<string, number>();
       for (const row of ledger)
         (row.kind === 'credit' ? credits : charges).set(row.account_id, sumOf(row.total));
+      for (const row of usageCharges)
+        charges.set(row.account_id, (charges.get(row.account_id) ?? 0) + sumOf(row.total));
       const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
-      const duplicated = new Set(duplicates.map((d) => d.account_id));
+      const duplicated = new Set([...duplicates, ...chargedTwice].map((d) => d.account_id));
 
       const problems: LedgerProblem[] = [];
       for (const account of accounts) {
@@ -623,16 +638,30 @@ export class KyselyStore implements Store {
   async chargesSince(accountId: string, since: readonly number[]): Promise<number[]> {
     if (since.length === 0) return [];
     const earliest = Math.min(...since);
-    const rows = await this.db
-      .selectFrom('ledger')
-      .select(['amount_nano', 'created_at'])
-      .where('account_id', '=', accountId)
-      .where('kind', '=', 'charge')
-      .where('created_at', '>=', earliest)
-      .execute();
-    return since.map((t) =>
-      rows.reduce((sum, r) => (toNumber(r.created_at) >= t ? sum + toNumber(r.amount_nano) : sum), 0),
-    );
+    // Charges are usage rows' charged_nano since migration 0007, and ledger rows of kind charge before it.
+    const [recorded, legacy] = await Promise.all([
+      this.db
+        .selectFrom('usage')
+        .select(['charged_nano as amount_nano', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('created_at', '>=', earliest)
+        .where('charged_nano', '>', 0)
+        .execute(),
+      this.db
+        .selectFrom('ledger')
+        .select(['amount_nano', 'created_at'])
+        .where('account_id', '=', accountId)
+        .where('kind', '=', 'charge')
+        .where('created_at', '>=', earliest)
+        .execute(),
+    ]);
+    return since.map((t) => {
+      let sum = 0;
+      for (const rows of [recorded, legacy]) {
+        for (const r of rows) if (toNumber(r.created_at) >= t) sum += toNumber(r.amount_nano ?? 0);
+      }
+      return sum;
+    });
   }
 
   async getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined> {

@@ -1,5 +1,4 @@
 import { CompiledQuery, type Kysely } from 'kysely';
-import { timeOrderedHex } from '../random.js';
 import { DatabaseUnavailableError } from './database-unavailable.js';
 import { prepareByName } from './prepared-statements.js';
 import type { Database } from './schema.js';
@@ -41,17 +40,16 @@ const PLACE_HOLD = `with charged as (
 select 1 as placed from charged`;
 
 /** Parameters of SETTLE before the usage row's values, which follow in `USAGE_COLUMNS` order. */
-const SETTLE_FIXED_PARAMS = 5;
+const SETTLE_FIXED_PARAMS = 3;
 const USAGE_PARAMS = USAGE_COLUMNS.map(
   (column, i) => `$${SETTLE_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}`,
 );
-const USAGE_REQUEST_ID = USAGE_PARAMS[USAGE_COLUMNS.indexOf('request_id')];
 
 /**
  * The usual settle — the hold covers the cost — closing the hold, giving back what it held beyond the
- * cost, recording the charge (when there is one) and the usage row. $1 hold id, $2 account, $3 cost,
- * $4 ledger row id, $5 now, then the usage row. The account exists whenever its hold does (foreign key),
- * so `settled` has a row exactly when `hold` has.
+ * cost, and writing the usage row, which records the charge (`charged_nano`, migration 0007). $1 hold id,
+ * $2 account, $3 cost, then the usage row. The account exists whenever its hold does (foreign key), so
+ * `settled` has a row exactly when `hold` has.
  */
 const SETTLE = `with hold as (
   delete from holds
@@ -62,10 +60,6 @@ const SETTLE = `with hold as (
     from hold
    where accounts.id = $2::text
    returning accounts.balance_nano
-), charge as (
-  insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
-  select $4::text, $2::text, 'charge', $3::bigint, ${USAGE_REQUEST_ID}, null, $5::bigint
-    from hold where $3::bigint > 0
 ), usage_row as (
   insert into usage (${USAGE_COLUMNS.join(', ')})
   select ${USAGE_PARAMS.join(', ')}
@@ -105,10 +99,9 @@ async function placeHoldAtOnce(db: Kysely<Database>, input: PlaceHoldInput): Pro
 async function settleCoveredAtOnce(
   db: Kysely<Database>,
   input: SettleInput,
-  now: number,
 ): Promise<{ balanceNano: number } | undefined> {
-  const values: unknown[] = [input.holdId, input.accountId, input.costNano, `led_${timeOrderedHex(6)}`, now];
-  for (const value of usageValues(input.usage, 0)) values.push(value);
+  const values: unknown[] = [input.holdId, input.accountId, input.costNano];
+  for (const value of usageValues(input.usage, 0, input.costNano)) values.push(value);
   const { rows } = await db.executeQuery<BalanceRow>(CompiledQuery.raw(SETTLE, values));
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
@@ -136,21 +129,20 @@ const PLACE_HOLDS = `with charged as (
 select 1 as placed from charged`;
 
 /** SETTLES' parameters before the usage row's columns, which follow as one array each. */
-const SETTLES_FIXED_PARAMS = 4;
+const SETTLES_FIXED_PARAMS = 3;
 const USAGE_ARRAYS = USAGE_COLUMNS.map(
   (column, i) => `$${SETTLES_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}[]`,
 );
 
 /**
  * Several usual settles of one account: each hold that still covers its cost is closed, the account gets
- * back the sum of what those holds held beyond their costs, and each gets its charge and usage row. $1
- * account, $2 now, then one array each of hold ids, costs and (after the fixed parameters) the usage
- * rows' columns — $3 hold ids, $4 costs, ledger row ids being the last array. Returns one row per
- * settled hold; a hold missing from the answer was not touched.
+ * back the sum of what those holds held beyond their costs, and each gets its usage row, which records its
+ * charge. $1 account, then one array each of hold ids ($2), costs ($3) and the usage rows' columns.
+ * Returns one row per settled hold; a hold missing from the answer was not touched.
  */
 const SETTLES = `with input as (
-  select * from unnest($3::text[], $4::bigint[], ${USAGE_ARRAYS.join(', ')}, $${SETTLES_FIXED_PARAMS + USAGE_COLUMNS.length + 1}::text[])
-    as t(hold_id, cost, ${USAGE_COLUMNS.join(', ')}, ledger_id)
+  select * from unnest($2::text[], $3::bigint[], ${USAGE_ARRAYS.join(', ')})
+    as t(hold_id, cost, ${USAGE_COLUMNS.join(', ')})
 ), hold as (
   delete from holds h using input i
    where h.id = i.hold_id and h.account_id = $1::text and h.amount_nano >= i.cost
@@ -161,9 +153,6 @@ const SETTLES = `with input as (
   update accounts set balance_nano = balance_nano + (select sum(held - cost) from closed)
    where id = $1::text and exists (select 1 from closed)
    returning balance_nano
-), charge as (
-  insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
-  select ledger_id, $1::text, 'charge', cost, request_id, null, $2::bigint from closed where cost > 0
 ), usage_row as (
   insert into usage (${USAGE_COLUMNS.join(', ')})
   select ${USAGE_COLUMNS.join(', ')} from closed
@@ -270,8 +259,8 @@ export class PostgresGroupWrites {
   private readonly holds = new PerAccountGroups<PlaceHoldInput, boolean>((accountId, inputs) =>
     this.placeGroup(accountId, inputs),
   );
-  private readonly settles = new PerAccountGroups<{ input: SettleInput; now: number }, Settled>(
-    (accountId, inputs) => this.settleGroup(accountId, inputs),
+  private readonly settles = new PerAccountGroups<SettleInput, Settled>((accountId, inputs) =>
+    this.settleGroup(accountId, inputs),
   );
 
   constructor(private readonly db: Kysely<Database>) {}
@@ -282,9 +271,9 @@ export class PostgresGroupWrites {
   }
 
   /** The usual settle (no Idempotency-Key); undefined when the general settle must run instead. */
-  settle(input: SettleInput, now: number): Promise<Settled> {
+  settle(input: SettleInput): Promise<Settled> {
     if (input.idempotency) return Promise.resolve(undefined);
-    return this.settles.submit(input.accountId, { input, now });
+    return this.settles.submit(input.accountId, input);
   }
 
   private async placeGroup(
@@ -318,20 +307,13 @@ export class PostgresGroupWrites {
 
   private async settleGroup(
     accountId: string,
-    items: { input: SettleInput; now: number }[],
+    items: SettleInput[],
   ): Promise<PromiseSettledResult<Settled>[]> {
-    const holdIds = new Set(items.map((s) => s.input.holdId));
+    const holdIds = new Set(items.map((s) => s.holdId));
     if (items.length === 1 || holdIds.size !== items.length) return this.settleEach(items);
-    const now = (items[0] as { now: number }).now;
-    const usage = items.map((s) => usageValues(s.input.usage, 0));
-    const values: unknown[] = [
-      accountId,
-      now,
-      items.map((s) => s.input.holdId),
-      items.map((s) => s.input.costNano),
-    ];
+    const usage = items.map((s) => usageValues(s.usage, 0, s.costNano));
+    const values: unknown[] = [accountId, items.map((s) => s.holdId), items.map((s) => s.costNano)];
     for (let c = 0; c < USAGE_COLUMNS.length; c++) values.push(usage.map((row) => row[c] ?? null));
-    values.push(items.map(() => `led_${timeOrderedHex(6)}`));
     const result = await unlessRefusedByRow(() =>
       this.db.executeQuery<{ hold_id: string; balance_nano: string | number }>(
         CompiledQuery.raw(SETTLES, values),
@@ -341,14 +323,14 @@ export class PostgresGroupWrites {
     const balanceOf = new Map<string, number>();
     for (const row of result.rows) balanceOf.set(row.hold_id, toNumber(row.balance_nano));
     return items.map((s) => {
-      const balanceNano = balanceOf.get(s.input.holdId);
+      const balanceNano = balanceOf.get(s.holdId);
       return { status: 'fulfilled', value: balanceNano === undefined ? undefined : { balanceNano } };
     });
   }
 
   /** One by one; a call the single statement cannot settle takes the general settle, which reports. */
-  private settleEach(items: { input: SettleInput; now: number }[]): Promise<PromiseSettledResult<Settled>[]> {
-    return eachInTurn(items, (s) => settleCoveredAtOnce(this.db, s.input, s.now).catch(noneUnlessAway));
+  private settleEach(items: SettleInput[]): Promise<PromiseSettledResult<Settled>[]> {
+    return eachInTurn(items, (s) => settleCoveredAtOnce(this.db, s).catch(noneUnlessAway));
   }
 }
 

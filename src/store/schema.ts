@@ -55,7 +55,11 @@ export interface InstancesTable {
 export interface LedgerTable {
   id: string;
   account_id: string;
-  /** credit | charge — the ledger is append-only: rows are never updated or deleted. */
+  /**
+   * credit | charge — the ledger is append-only: rows are never updated or deleted. Charges are rows here
+   * only for requests settled before migration 0007; since then a request's charge is its usage row's
+   * `charged_nano` (docs/architecture.md "Money").
+   */
   kind: string;
   /** Always positive; the kind gives the direction. */
   amount_nano: BigIntColumn;
@@ -83,6 +87,11 @@ export interface UsageTable {
   duration_ms: BigIntColumn;
   client_gone: number;
   created_at: BigIntColumn;
+  /**
+   * What the request was charged: input + output cost − shortfall (0 when nothing was). Null on the rows
+   * written before migration 0007, whose charges are ledger rows of kind `charge`.
+   */
+  charged_nano: BigIntColumn | null;
 }
 
 export interface IdempotencyTable {

@@ -1,5 +1,4 @@
 import type SQLite from 'better-sqlite3';
-import { timeOrderedHex } from '../random.js';
 import { refusedHold, toNumber } from './schema.js';
 import type {
   KeyAuthRecord,
@@ -85,10 +84,7 @@ export class SqliteHotPath {
   /** The accounts with more than one operation in the group whose transaction is running; empty otherwise. */
   private readonly repeated = new Set<string>();
 
-  constructor(
-    private readonly db: SQLite.Database,
-    private readonly now: () => number,
-  ) {
+  constructor(private readonly db: SQLite.Database) {
     this.stmt = prepareAll(db);
     this.direct = new DirectBalances(this.stmt);
     this.inTransaction = new FiguresInTransaction(this.stmt);
@@ -140,7 +136,7 @@ export class SqliteHotPath {
 
   recordUsage(usage: UsageRecord): Promise<void> {
     return this.enqueue(undefined, () => {
-      this.stmt.insertUsage.run(...usageValues(usage, 0));
+      this.stmt.insertUsage.run(...usageValues(usage, 0, 0));
     });
   }
 
@@ -256,16 +252,8 @@ export class SqliteHotPath {
       balances.set(input.accountId, next);
     }
     const shortfallNano = input.costNano - chargedNano;
-    if (chargedNano > 0) {
-      this.stmt.insertCharge.run(
-        `led_${timeOrderedHex(6)}`,
-        input.accountId,
-        chargedNano,
-        input.usage.requestId,
-        this.now(),
-      );
-    }
-    this.stmt.insertUsage.run(...usageValues(input.usage, shortfallNano));
+    // The usage row is the charge's record (migration 0007).
+    this.stmt.insertUsage.run(...usageValues(input.usage, shortfallNano, chargedNano));
     const settled = { balanceNano: next, chargedNano, shortfallNano };
     if (input.idempotency) {
       this.stmt.finishIdempotent.run(
@@ -282,7 +270,7 @@ export class SqliteHotPath {
     const held = this.closeHold(input.holdId, input.accountId, input.holdAmountNano);
     const balances = this.balances(input.accountId);
     const next = held > 0 ? balances.add(input.accountId, held) : balances.get(input.accountId);
-    if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0));
+    if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0, 0));
     return { balanceNano: next };
   }
 }
@@ -418,10 +406,6 @@ function prepareAll(db: SQLite.Database) {
     balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
     setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
     addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),
-    insertCharge: db.prepare(
-      `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
-       values (?, ?, 'charge', ?, ?, null, ?)`,
-    ),
     insertUsage: db.prepare(
       `insert into usage (${USAGE_COLUMNS.join(', ')}) values (${USAGE_COLUMNS.map(() => '?').join(', ')})`,
     ),

@@ -23,12 +23,20 @@ export const USAGE_COLUMN_TYPES = {
   duration_ms: 'bigint',
   client_gone: 'integer',
   created_at: 'bigint',
+  charged_nano: 'bigint',
 } as const;
 
 export const USAGE_COLUMNS = Object.keys(USAGE_COLUMN_TYPES) as (keyof typeof USAGE_COLUMN_TYPES)[];
 
-/** A usage row's values in `USAGE_COLUMNS` order. */
-export function usageValues(u: UsageRecord, shortfallNano: number): (string | number | null)[] {
+/**
+ * A usage row's values in `USAGE_COLUMNS` order. `chargedNano` is what the settle took from the account
+ * for this request (0 for a failed or refused one): the row is the charge's record.
+ */
+export function usageValues(
+  u: UsageRecord,
+  shortfallNano: number,
+  chargedNano: number,
+): (string | number | null)[] {
   return [
     u.requestId,
     u.accountId,
@@ -47,5 +55,6 @@ export function usageValues(u: UsageRecord, shortfallNano: number): (string | nu
     u.durationMs,
     u.clientGone ? 1 : 0,
     u.createdAt,
+    chargedNano,
   ];
 }

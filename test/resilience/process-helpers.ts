@@ -142,9 +142,15 @@ export function openHolds(db: Database.Database): { id: string; expires_at: numb
   }[];
 }
 
+/** Charges per request id: on usage rows, and as ledger rows (the record before migration 0007), together. */
 export function chargeCounts(db: Database.Database): Map<string, number> {
   const rows = db
-    .prepare("SELECT request_id, COUNT(*) AS n FROM ledger WHERE kind = 'charge' GROUP BY request_id")
+    .prepare(
+      `SELECT request_id, COUNT(*) AS n
+         FROM (SELECT request_id FROM ledger WHERE kind = 'charge'
+               UNION ALL SELECT request_id FROM usage WHERE charged_nano > 0)
+        GROUP BY request_id`,
+    )
     .all() as { request_id: string | null; n: number }[];
   const map = new Map<string, number>();
   for (const r of rows) if (r.request_id !== null) map.set(r.request_id, r.n);

@@ -135,14 +135,20 @@ async function readiness(instanceUrl: string): Promise<{ status: number; body: R
   return { status: answer.status, body: answer.body };
 }
 
-/** Ids of answered (200) requests that do not have exactly one charge in the ledger. */
+/**
+ * Ids of answered (200) requests that do not have exactly one charge: on their usage row, or (as before
+ * migration 0007) a ledger row, counted together so that a request charged in both places shows too.
+ */
 async function unbilled(served: readonly Answer[]): Promise<string[]> {
   const client = new pg.Client({ connectionString: postgres.url, types: postgresTypes });
   await client.connect();
   try {
     const ids = served.map((a) => a.body.id as string);
     const { rows } = await client.query<{ request_id: string; n: number }>(
-      "select request_id, count(*) as n from ledger where kind = 'charge' and request_id = any($1) group by request_id",
+      `select request_id, count(*) as n
+         from (select request_id from ledger where kind = 'charge'
+               union all select request_id from usage where charged_nano > 0) c
+        where request_id = any($1) group by request_id`,
       [ids],
     );
     const charged = new Map(rows.map((r) => [r.request_id, r.n]));

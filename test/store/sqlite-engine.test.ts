@@ -79,17 +79,19 @@ describe('group commit', () => {
     try {
       const usageRows = raw.prepare('select count(*) as n from usage').get() as { n: number };
       const charges = raw
-        .prepare("select count(*) as n, sum(amount_nano) as s from ledger where kind = 'charge'")
+        .prepare('select count(*) as n, sum(charged_nano) as s from usage where charged_nano > 0')
         .get() as {
         n: number;
         s: number;
       };
+      const ledgerCharges = raw.prepare("select count(*) from ledger where kind = 'charge'").pluck().get();
       const holdsLeft = raw.prepare('select id from holds').pluck().all();
       const balance = raw.prepare('select balance_nano from accounts where id = ?').get(a) as {
         balance_nano: number;
       };
       expect(usageRows.n).toBe(19);
       expect(charges).toEqual({ n: 19, s: 1_900 });
+      expect(ledgerCharges).toBe(0);
       // The 19 settled holds are deleted; the failed settle closed nothing.
       expect(holdsLeft).toEqual(['hold_19']);
       expect(balance.balance_nano).toBe(100_000 - 19 * 100 - 1_000); // hold_19 still held

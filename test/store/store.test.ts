@@ -108,6 +108,14 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     });
     expect(settled).toEqual({ balanceNano: 750, chargedNano: 250, shortfallNano: 0 });
     expect(await store.openHoldsNano(id)).toBe(0);
+    // The usage row records the charge; the ledger holds the credit only.
+    expect(await db.query('select charged_nano, shortfall_nano from usage')).toEqual([
+      { charged_nano: 250, shortfall_nano: 0 },
+    ]);
+    expect(await db.query('select kind, amount_nano from ledger')).toEqual([
+      { kind: 'credit', amount_nano: 1000 },
+    ]);
+    expect(await store.chargesSince(id, [0, Date.now() + 60_000])).toEqual([250, 0]);
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
 
@@ -122,6 +130,9 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
       usage: usageRow(id, 'r1'),
     });
     expect(settled).toEqual({ balanceNano: 0, chargedNano: 1000, shortfallNano: 500 });
+    expect(await db.query('select charged_nano, shortfall_nano from usage')).toEqual([
+      { charged_nano: 1000, shortfall_nano: 500 },
+    ]);
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
 
@@ -287,6 +298,61 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
         );
         expect(table?.sql).toMatch(/without rowid/i);
       }
+    } finally {
+      await olderDb.drop();
+    }
+  });
+
+  it('migration 0007: charges of an older database stay ledger rows and count with the usage rows charged after it', async () => {
+    // A database migrated up to 0006, with one settled request as that schema recorded it: the balance
+    // lowered, a ledger row of kind charge and a usage row without charged_nano.
+    const olderDb = await createTestDatabase(dir, 'older.sqlite');
+    const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
+    extraStores.push(older);
+    try {
+      await (older as KyselyStore).migrate('0006_instances');
+      const id = await fundedAccount(older, 1_000);
+      const before = Date.now() - 3_600_000;
+      await olderDb.query('update accounts set balance_nano = balance_nano - 300 where id = ?', [id]);
+      await olderDb.query(
+        `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+         values ('led_old', ?, 'charge', 300, 'req-old', null, ?)`,
+        [id, before],
+      );
+      await olderDb.query(
+        `insert into usage (request_id, account_id, key_id, provider, model, prompt_tokens, completion_tokens,
+                            usage_estimated, input_cost_nano, output_cost_nano, shortfall_nano, status,
+                            error_code, http_status, duration_ms, client_gone, created_at)
+         values ('req-old', ?, 'key_x', 'prov-deepseek', 'm', 10, 5, 0, 200, 100, 0, 'ok', null, 200, 1, 0, ?)`,
+        [id, before],
+      );
+
+      await older.migrate();
+      expect((await older.ledgerCheck()).ok).toBe(true);
+
+      // A request settled after the migration: its charge is on its usage row alone.
+      expect((await older.placeHold(hold(id, 'h1', 400))).ok).toBe(true);
+      await older.settle({ ...closing(id, 'h1', 400), costNano: 150, usage: usageRow(id, 'req-new') });
+      expect(await olderDb.query('select request_id, charged_nano from usage order by request_id')).toEqual([
+        { request_id: 'req-new', charged_nano: 150 },
+        { request_id: 'req-old', charged_nano: null },
+      ]);
+      expect(await olderDb.query("select id from ledger where kind = 'charge'")).toEqual([{ id: 'led_old' }]);
+      expect(await older.chargesSince(id, [0, before + 1])).toEqual([450, 150]);
+      const report = await older.ledgerCheck();
+      expect(report.problems).toEqual([]);
+      expect(report.ok).toBe(true);
+
+      // The old request charged a second time on its usage row (money put back so only that is wrong).
+      await olderDb.query("update usage set charged_nano = 300 where request_id = 'req-old'");
+      await olderDb.query(
+        `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+         values ('led_fix', ?, 'credit', 300, null, null, ?)`,
+        [id, before],
+      );
+      expect((await older.ledgerCheck()).problems).toEqual([
+        expect.objectContaining({ accountId: id, reason: 'duplicate_charge', discrepancyNano: 0 }),
+      ]);
     } finally {
       await olderDb.drop();
     }
