@@ -298,7 +298,7 @@ async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
       const bulk = bulkAccounts(file, accounts, { sample: accounts, keepAccounts: true });
       let seconds = bulk.seconds;
       if (count > 0) {
-        log(`usage ${count.toLocaleString('en-US')}: bulk insert (charges, usage rows)`);
+        log(`usage ${count.toLocaleString('en-US')}: bulk insert (usage rows with their charges)`);
         seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
       }
       log(`usage ${count.toLocaleString('en-US')}: inserted in ${seconds.toFixed(1)} s; measuring`);
@@ -399,7 +399,7 @@ async function main(): Promise<void> {
   }
   if (usage.length > 0) {
     process.stdout.write(
-      `${dataTable(`Past requests (usage + charge rows, on ${options.keys} accounts)`, 'usage rows', usage)}\n\n`,
+      `${dataTable(`Past requests (usage rows with their charges, on ${options.keys} accounts)`, 'usage rows', usage)}\n\n`,
     );
   }
   process.stdout.write(
