@@ -110,9 +110,10 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
           headers: req.headers,
           body: req.body,
           // The call's own deadline (UpstreamCall's timer) covers the headers and the body. undici's two
-          // timeouts would add a timer of its own per call: one that stays in undici's timer list for up
-          // to a second after the call, long enough to be promoted to the old generation, which was a
-          // third of what a call left there for the next mark-compact (docs/performance.md, eighteenth round).
+          // timeouts would add a timer of its own per call: one that stays in undici's timer list until its
+          // next tick, up to half a second after the call, long enough to be promoted to the old generation;
+          // it was a third of what a call left there for the next mark-compact (docs/performance.md,
+          // eighteenth round).
           headersTimeout: 0,
           bodyTimeout: 0,
         },
