@@ -58,7 +58,7 @@ export interface LedgerTable {
   /**
    * credit | charge — the ledger is append-only: rows are never updated or deleted. Charges are rows here
    * only for requests settled before migration 0007; since then a request's charge is its usage row's
-   * `charged_nano` (docs/architecture.md "Money").
+   * `charged_nano` (docs/operations.md "Crash safety").
    */
   kind: string;
   /** Always positive; the kind gives the direction. */

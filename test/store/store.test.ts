@@ -36,6 +36,25 @@ async function secondStore(): Promise<Store> {
   return other;
 }
 
+/**
+ * Runs `test` on a second database migrated only up to `migration`, as an older release left it (with a
+ * store open on it); the database is dropped afterwards.
+ */
+async function withOlderDatabase(
+  migration: string,
+  test: (older: Store, olderDb: TestDatabase) => Promise<void>,
+): Promise<void> {
+  const olderDb = await createTestDatabase(dir, 'older.sqlite');
+  const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
+  extraStores.push(older);
+  try {
+    await (older as KyselyStore).migrate(migration);
+    await test(older, olderDb);
+  } finally {
+    await olderDb.drop();
+  }
+}
+
 /** What a settle or a release names of the hold it closes. */
 const closing = (accountId: string, holdId: string, holdAmountNano: number) => ({
   holdId,
@@ -253,11 +272,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
 
   it('migration 0005 carries the open holds of an older database over and drops the closed ones', async () => {
     // A database migrated only up to 0004, with holds as that schema kept them.
-    const olderDb = await createTestDatabase(dir, 'older.sqlite');
-    const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
-    extraStores.push(older);
-    try {
-      await (older as KyselyStore).migrate('0004_open_hold_indexes');
+    await withOlderDatabase('0004_open_hold_indexes', async (older, olderDb) => {
       const id = await fundedAccount(older, 1_000);
       const insert = (hid: string, amount: number, closedAt: number | null, reason: string | null) =>
         olderDb.query(
@@ -298,19 +313,13 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
         );
         expect(table?.sql).toMatch(/without rowid/i);
       }
-    } finally {
-      await olderDb.drop();
-    }
+    });
   });
 
   it('migration 0007: charges of an older database stay ledger rows and count with the usage rows charged after it', async () => {
     // A database migrated up to 0006, with one settled request as that schema recorded it: the balance
     // lowered, a ledger row of kind charge and a usage row without charged_nano.
-    const olderDb = await createTestDatabase(dir, 'older.sqlite');
-    const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
-    extraStores.push(older);
-    try {
-      await (older as KyselyStore).migrate('0006_instances');
+    await withOlderDatabase('0006_instances', async (older, olderDb) => {
       const id = await fundedAccount(older, 1_000);
       const before = Date.now() - 3_600_000;
       await olderDb.query('update accounts set balance_nano = balance_nano - 300 where id = ?', [id]);
@@ -353,9 +362,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
       expect((await older.ledgerCheck()).problems).toEqual([
         expect.objectContaining({ accountId: id, reason: 'duplicate_charge', discrepancyNano: 0 }),
       ]);
-    } finally {
-      await olderDb.drop();
-    }
+    });
   });
 
   it('ledger check reports an account whose balance was changed outside the ledger', async () => {
