@@ -6,9 +6,10 @@
  * bare proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a
  * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
  * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
- * counted several times in an hour moves by up to ±4% (V8's tiering: how much of the gateway's code runs
- * interpreted in the counted window), and hours apart more (group commit sizes follow the relative speed of
- * the slowed-down process): compare A and B interleaved, several of each. The share spent inside
+ * counted several times in an hour moved by up to ±4%, mostly from Node's nextTick records falling onto V8's
+ * slow path in some starts (src/cli/tick-shape.ts keeps them off it; since, ±0.15%), and hours apart more
+ * (group commit sizes follow the relative speed of the slowed-down process): compare A and B interleaved,
+ * several of each. The share spent inside
  * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the
  * store's statements or schema on its own. Kernel work (socket
  * and file system calls) is not counted: the timed benchmark remains the authority, this one says which

@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { holdTickRecordShape } from './tick-shape.js';
 
 /** The growing factor's fixed value, as `--heap-growing-percent` (factor 1.3: V8's own conservative one). */
 export const FIXED_GROWING_PERCENT = 30;
@@ -35,11 +36,15 @@ export function flagsToSet(execArgv: readonly string[]): string[] {
   return V8_FLAGS.filter((flag) => !execArgv.some((arg) => flagName(arg) === flagName(flag)));
 }
 
-/** Sets the flags of {@link V8_FLAGS} the operator did not set explicitly; returns the ones it set. */
+/**
+ * Sets the flags of {@link V8_FLAGS} the operator did not set explicitly; returns the ones it set. First it
+ * holds one `process.nextTick` record, so that V8 keeps building them on its fast path (./tick-shape.ts).
+ */
 export function tuneV8(
   execArgv: readonly string[] = process.execArgv,
   set: (flags: string) => void = setFlagsFromString,
 ): string[] {
+  holdTickRecordShape();
   const flags = flagsToSet(execArgv);
   for (const flag of flags) set(flag);
   return flags;
