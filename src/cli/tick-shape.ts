@@ -11,12 +11,12 @@ import { createHook } from 'node:async_hooks';
  * cleared; V8 then marks the site megamorphic for good, and every property of every later record goes
  * through the runtime (`Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each). Whether such
  * a collection happens while nothing is scheduled is a matter of timing at start-up: measured on the
- * benchmark's pinned server, 24 such calls per request (six records of four properties, ~31,000
- * instructions, 6–7% of a request) in most starts and none in the others. A record held here keeps the
- * hidden classes alive, so the site stays monomorphic.
+ * benchmark's pinned server, 24 such calls per request (~31,000 instructions, 6–7% of a request's) in
+ * most starts and none in the others. A record held here keeps the hidden classes alive, so the site
+ * stays monomorphic.
  *
  * The record is caught by an `init` hook enabled around one `nextTick` and disabled at once, so no hook
- * stays installed. Call it first thing, before anything has been scheduled.
+ * stays installed. Call it first thing in the process, before a full collection can find no record alive.
  */
 let held: object | undefined;
 

@@ -42,13 +42,19 @@ function literalSlotStates(hold: boolean): string[] {
   return [...out.matchAll(/slot #\d+ DefineKeyedOwnPropertyInLiteral (\w+)/g)].map((m) => m[1] as string);
 }
 
+/** The Node line the project is built and measured on (CI's); the loss below is checked there. */
+const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
+
 describe('the nextTick record shape held at start (src/cli/tick-shape.ts)', () => {
-  it('without it, a full collection with no record alive leaves the record literal megamorphic', () => {
-    const states = literalSlotStates(false);
-    expect(states).toHaveLength(4);
-    // Should this fail after a Node upgrade, V8 no longer loses the feedback and the hold can go.
-    expect(states).toContain('MEGAMORPHIC');
-  });
+  it.runIf(NODE_MAJOR === 20)(
+    'on Node 20, without it, a full collection with no record alive leaves the record literal megamorphic',
+    () => {
+      const states = literalSlotStates(false);
+      expect(states).toHaveLength(4);
+      // Should this fail after a Node 20 update, V8 no longer loses the feedback and the hold can go.
+      expect(states).toContain('MEGAMORPHIC');
+    },
+  );
 
   it('with it, every property of the record literal keeps its monomorphic fast path', () => {
     expect(literalSlotStates(true)).toEqual(['MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC']);
