@@ -8,8 +8,8 @@ import { createHook } from 'node:async_hooks';
  * callback, args }`. An object literal with computed keys is built property by property; V8 remembers,
  * weakly, the hidden class each property was added to, and compiles that into a fast path. If a full
  * garbage collection finds no record alive, it frees those hidden classes and the remembered ones are
- * cleared; V8 then marks the site megamorphic for good, and every property of every later record goes
- * through the runtime (`Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each). Whether such
+ * cleared; V8 then marks those properties megamorphic for good, and they are added to every later record
+ * in the runtime (`Runtime_DefineKeyedOwnPropertyInLiteral`, ~1,300 instructions each). Whether such
  * a collection happens while nothing is scheduled is a matter of timing at start-up: measured on the
  * benchmark's pinned server, 24 such calls per request (~31,000 instructions, 6–7% of a request's) in
  * most starts and none in the others. A record held here keeps the hidden classes alive, so the site
