@@ -7,7 +7,8 @@
  * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
  * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
  * counted several times in an hour moved by up to ±4%, mostly from Node's nextTick records falling onto V8's
- * slow path in some starts (src/cli/tick-shape.ts keeps them off it; since, ±0.15%), and hours apart more
+ * slow path in some starts (src/cli/tick-shape.ts keeps them off it; since, three runs in one window agreed
+ * to ±0.15%, but twelve over an hour still spread ±5%, not attributed), and hours apart more
  * (group commit sizes follow the relative speed of the slowed-down process): compare A and B interleaved,
  * several of each. The share spent inside
  * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the

@@ -106,12 +106,14 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     // Ends the slots when the exchange ends without reaching the handler (errors, aborted uploads);
     // a request in the handler ends them itself, once its upstream call is settled. The response's
     // 'close' also tells the handler whether the client left before the answer was written.
+    // `on`, not `once`: each of these objects emits 'close' once, both listeners are idempotent, and `once`
+    // would bind a wrapper and remove it again on every request (docs/performance.md, twentieth round).
     let inHandler = false;
-    request.raw.once('close', () => {
+    request.raw.on('close', () => {
       if (!inHandler) request.finish();
     });
     const response = reply.raw;
-    response.once('close', () => {
+    response.on('close', () => {
       if (!response.writableFinished) request.clientGone = true;
       if (!inHandler) request.finish();
     });
@@ -165,8 +167,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         keyId: auth.keyId,
         startedAt: request.startedAt,
         clientGone: () => request.clientGone,
-        ...(idempotency ? { idempotency } : {}),
       };
+      if (idempotency) context.idempotency = idempotency;
       const completion = await deps.gateway.complete(context, chatRequest);
       // Set before send: the metrics onResponse hook may run before `finally` does.
       request.provider = context.provider;

@@ -85,14 +85,16 @@ export class Billing {
 
   /** Charges the actual cost and returns the rest of the hold, writing the usage row (one transaction). */
   settle(hold: Hold, costNano: number, usage: UsageRecord, idempotency?: SettleInput['idempotency']) {
-    return this.store.settle({
+    const input: SettleInput = {
       holdId: hold.holdId,
       accountId: hold.accountId,
       holdAmountNano: hold.amountNano,
       costNano,
       usage,
-      ...(idempotency ? { idempotency } : {}),
-    });
+    };
+    // Set only when there is one (no spread of an empty object on every call).
+    if (idempotency) input.idempotency = idempotency;
+    return this.store.settle(input);
   }
 
   /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */

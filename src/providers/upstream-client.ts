@@ -224,7 +224,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private failure: Error | undefined;
   private deadlinePassed = false;
   private status = 0;
-  private headers: Record<string, string | undefined> = {};
+  private headers: IncomingHttpHeaders = {};
   private chunks: Buffer[] = [];
   private size = 0;
 
@@ -264,12 +264,12 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   ): void {
     if (this.ended) return;
     this.status = statusCode;
-    this.headers = normalizeHeaders(headers);
+    this.headers = headers;
     this.chunks.length = 0;
     this.size = 0;
     // A declared length past the cap fails before a byte of the body is read (undici itself checks that
-    // what arrives matches a declared length).
-    const declared = Number(this.headers['content-length']);
+    // what arrives matches a declared length; it gives header names in lower case).
+    const declared = Number(headers['content-length']);
     if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.fail(this.tooLarge());
   }
 
@@ -291,7 +291,7 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
         ? (chunks[0] as Buffer).toString('utf8')
         : Buffer.concat(chunks, this.size).toString('utf8');
     this.end();
-    this.resolve({ status: this.status, headers: this.headers, bodyText });
+    this.resolve(new ReceivedResponse(this.status, this.headers, bodyText));
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
@@ -326,6 +326,25 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
 function passDeadline(call: UpstreamCall): void {
   call.onDeadline();
+}
+
+/**
+ * An answer as the adapters read it. Its headers are only read when the call failed (Retry-After), so they
+ * are put in `UpstreamHttpResponse`'s form (one string per name) when first read, not on every answer.
+ */
+class ReceivedResponse implements UpstreamHttpResponse {
+  private normalized: Record<string, string | undefined> | undefined;
+
+  constructor(
+    readonly status: number,
+    private readonly received: IncomingHttpHeaders,
+    readonly bodyText: string,
+  ) {}
+
+  get headers(): Record<string, string | undefined> {
+    this.normalized ??= normalizeHeaders(this.received);
+    return this.normalized;
+  }
 }
 
 /** Header names lower-cased (undici gives them so), a repeated header's values joined with ", ". */

@@ -53,6 +53,19 @@ describe('openai-compatible adapter: request', () => {
     });
   });
 
+  it("gives each provider its own URL and key, made once and shared by that provider's calls", () => {
+    const other = { ...deepseek, apiKey: 'sk-other-provider', baseUrl: 'http://127.0.0.1:9/v1' };
+    const first = openaiCompatibleAdapter.buildRequest(deepseek, chatRequest());
+    const again = openaiCompatibleAdapter.buildRequest(deepseek, chatRequest({ maxTokens: 9 }));
+    const otherReq = openaiCompatibleAdapter.buildRequest(other, chatRequest());
+    expect(again.headers).toBe(first.headers);
+    expect(Object.isFrozen(first.headers)).toBe(true);
+    expect(otherReq.url).toBe('http://127.0.0.1:9/v1/chat/completions');
+    expect(otherReq.headers.authorization).toBe('Bearer sk-other-provider');
+    expect(first.headers.authorization).toBe(`Bearer ${TEST_KEY}`);
+    expect(jsonBody(again.body).max_tokens).toBe(9);
+  });
+
   it('strips a trailing slash from the base URL', () => {
     expect(openaiCompatibleAdapter.buildRequest(groq, chatRequest()).url).toBe(
       'https://api.groq.com/openai/v1/chat/completions',

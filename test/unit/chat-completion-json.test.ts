@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { chatCompletionBody, chatCompletionJson } from '../../src/api/chat-completion-body.js';
+import { chatCompletionBody, chatCompletionJson, usdJson } from '../../src/api/chat-completion-body.js';
 import type { ChatCompletion } from '../../src/gateway/types.js';
 import { seededRandom } from '../resilience/process-helpers.js';
 
@@ -88,5 +88,59 @@ describe('the chat completion body as written on the hot route', () => {
     same({ ...base, durationMs: Number.NaN });
     same({ ...base, balanceNano: Number.POSITIVE_INFINITY });
     same({ ...base, inputCostNano: -0 });
+  });
+});
+
+describe('a dollar figure written from its nanodollars', () => {
+  const asJson = (nano: number) => JSON.stringify(nano / 1_000_000_000);
+
+  it('is the text JSON.stringify gives the quotient, at the edges of the exact range and beyond', () => {
+    const edges = [
+      0,
+      -0,
+      1,
+      999,
+      1000,
+      1001,
+      1010,
+      10_000,
+      999_999_999,
+      10 ** 9,
+      10 ** 9 + 1,
+      2 ** 31 - 1,
+      2 ** 31,
+    ];
+    const more = [
+      10 ** 15 - 1,
+      10 ** 15,
+      10 ** 15 + 1,
+      2 ** 53 - 1,
+      123_456_789_012_345,
+      100_000_000_000_001,
+    ];
+    for (const nano of [
+      ...edges,
+      ...more,
+      -1000,
+      -123_456_789,
+      1000.5,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+    ]) {
+      expect(usdJson(nano), String(nano)).toBe(asJson(nano));
+    }
+  });
+
+  it('is the text JSON.stringify gives the quotient for 200,000 random amounts of every magnitude', () => {
+    const random = seededRandom(20261127);
+    let mismatches = 0;
+    for (let i = 0; i < 200_000; i++) {
+      // Uniform over the number of digits (1 to 16), then over the digits; a third end in zeros.
+      const digits = 1 + Math.floor(random() * 16);
+      let nano = Math.floor(random() * 10 ** digits);
+      if (i % 3 === 0) nano -= nano % 10 ** Math.floor(random() * 9);
+      if (usdJson(nano) !== asJson(nano)) mismatches++;
+    }
+    expect(mismatches).toBe(0);
   });
 });

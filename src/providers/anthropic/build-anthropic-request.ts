@@ -1,4 +1,4 @@
-import { joinUrl } from '../join-url.js';
+import { joinUrl, perProvider } from '../join-url.js';
 import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '../types.js';
 import { convertToAnthropicMessages } from './convert-to-anthropic-messages.js';
 
@@ -35,16 +35,18 @@ export function buildAnthropicRequest(
   if (params.frequency_penalty !== undefined)
     warnings.push('frequency_penalty is not supported by Anthropic');
   if (params.seed !== undefined) warnings.push('seed is not supported by Anthropic');
-  const built: UpstreamHttpRequest = {
-    url: joinUrl(provider.baseUrl, '/v1/messages'),
-    headers: {
-      'x-api-key': provider.apiKey ?? '',
-      'anthropic-version': ANTHROPIC_VERSION,
-      'content-type': 'application/json',
-      accept: 'application/json',
-    },
-    body: JSON.stringify(body),
-  };
+  const { url, headers } = target(provider);
+  const built: UpstreamHttpRequest = { url, headers, body: JSON.stringify(body) };
   if (warnings.length > 0) built.warnings = warnings;
   return built;
 }
+
+const target = perProvider((provider) => ({
+  url: joinUrl(provider.baseUrl, '/v1/messages'),
+  headers: Object.freeze({
+    'x-api-key': provider.apiKey ?? '',
+    'anthropic-version': ANTHROPIC_VERSION,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  }),
+}));

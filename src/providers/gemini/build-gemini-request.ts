@@ -1,4 +1,4 @@
-import { joinUrl } from '../join-url.js';
+import { joinUrl, perProvider } from '../join-url.js';
 import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '../types.js';
 import { convertToGeminiContents } from './convert-to-gemini-contents.js';
 
@@ -28,15 +28,26 @@ export function buildGeminiRequest(
   const body: Record<string, unknown> = { contents: prompt.contents };
   if (prompt.systemInstruction !== undefined) body.systemInstruction = prompt.systemInstruction;
   body.generationConfig = generationConfig;
+  const made = target(provider);
   const built: UpstreamHttpRequest = {
-    url: joinUrl(provider.baseUrl, `/v1beta/models/${encodeURIComponent(request.model)}:generateContent`),
-    headers: {
-      'x-goog-api-key': provider.apiKey ?? '',
-      'content-type': 'application/json',
-      accept: 'application/json',
-    },
+    // The model is the provider's own on every call the gateway makes; any other is joined afresh.
+    url: request.model === provider.model ? made.url : modelUrl(provider, request.model),
+    headers: made.headers,
     body: JSON.stringify(body),
   };
   if (warnings.length > 0) built.warnings = warnings;
   return built;
 }
+
+function modelUrl(provider: ProviderConfig, model: string): string {
+  return joinUrl(provider.baseUrl, `/v1beta/models/${encodeURIComponent(model)}:generateContent`);
+}
+
+const target = perProvider((provider) => ({
+  url: modelUrl(provider, provider.model),
+  headers: Object.freeze({
+    'x-goog-api-key': provider.apiKey ?? '',
+    'content-type': 'application/json',
+    accept: 'application/json',
+  }),
+}));

@@ -1,4 +1,4 @@
-import { joinUrl } from '../join-url.js';
+import { joinUrl, perProvider } from '../join-url.js';
 import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '../types.js';
 
 /**
@@ -29,13 +29,15 @@ export function buildOpenAIRequest(
   if (params.frequency_penalty !== undefined) body.frequency_penalty = params.frequency_penalty;
   if (params.seed !== undefined) body.seed = params.seed;
   if (params.user !== undefined) body.user = params.user;
-  return {
-    url: joinUrl(provider.baseUrl, '/chat/completions'),
-    headers: {
-      authorization: `Bearer ${provider.apiKey ?? ''}`,
-      'content-type': 'application/json',
-      accept: 'application/json',
-    },
-    body: JSON.stringify(body),
-  };
+  const { url, headers } = target(provider);
+  return { url, headers, body: JSON.stringify(body) };
 }
+
+const target = perProvider((provider) => ({
+  url: joinUrl(provider.baseUrl, '/chat/completions'),
+  headers: Object.freeze({
+    authorization: `Bearer ${provider.apiKey ?? ''}`,
+    'content-type': 'application/json',
+    accept: 'application/json',
+  }),
+}));
