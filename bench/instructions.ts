@@ -8,7 +8,8 @@
  * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
  * counted several times in an hour moved by up to ±4%, mostly from Node's nextTick records falling onto V8's
  * slow path in some starts (src/cli/tick-shape.ts keeps them off it; since, three runs in one window agreed
- * to ±0.15%, but twelve over an hour still spread ±5%, not attributed), and hours apart more
+ * to ±0.15%, but twelve over an hour still spread ±5%: code deoptimised during the count and left in V8's
+ * baseline tier, see --functions), and hours apart more
  * (group commit sizes follow the relative speed of the slowed-down process): compare A and B interleaved,
  * several of each. The share spent inside
  * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the
@@ -18,10 +19,10 @@
  * Writes `bench/results/instructions-<ISO time>.json`.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
-import { betterSqliteInstructions } from './callgrind-listing.js';
+import { betterSqliteInstructions, parsePerfMap, selfCountsByFunction } from './callgrind-listing.js';
 import type { RequestSpec } from './loadgen.js';
 import { readFlags } from './options.js';
 import {
@@ -30,6 +31,7 @@ import {
   cleanupAll,
   compileChildScripts,
   detectPinning,
+  ROOT,
   startProcess,
 } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
@@ -70,6 +72,10 @@ const flags = readFlags('npm run bench:instructions --', {
     type: 'string',
     help: "Tollgate's extra environment, e.g. METRICS_ENABLED=false,SQLITE_SYNCHRONOUS=FULL",
   },
+  functions: {
+    type: 'string',
+    help: "print Tollgate's N functions with the most instructions of their own per request, JavaScript named from V8's perf map",
+  },
 });
 
 const targets = (flags.list('only') ?? ['bare', 'sqlite']) as Counted[];
@@ -86,7 +92,15 @@ const warmup = flags.number('warmup', 6000);
 const keep = flags.string('keep');
 const connections = Math.max(1, flags.number('connections', 50));
 const accounts = Math.max(1, Math.round(flags.number('accounts', 1)));
-const tollgateEnv = flags.env('env');
+const topFunctions = Math.max(0, Math.round(flags.number('functions', 0)));
+// V8 names its JIT code in /tmp/perf-<pid>.map only with --perf-basic-prof (callgrind sees addresses).
+const tollgateEnv =
+  topFunctions > 0
+    ? {
+        ...flags.env('env'),
+        NODE_OPTIONS: `${flags.env('env').NODE_OPTIONS ?? ''} --perf-basic-prof`.trim(),
+      }
+    : flags.env('env');
 
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
@@ -184,6 +198,37 @@ function sqliteInstructions(dir: string, name: string, pid: number): number | un
   return betterSqliteInstructions(listing);
 }
 
+/**
+ * The `top` functions of the main thread's dump by their own (exclusive) instructions per request, with
+ * JavaScript named from the process's perf map (`--functions`): which code the count goes to, and in which
+ * of V8's tiers it ran (twentieth round in docs/performance.md: a count is higher by 5% when parts of
+ * Node's and undici's code run in the baseline tier). Removes the map and the log V8 leaves with it.
+ */
+function printTopFunctions(dir: string, name: Counted, pid: number, top: number): void {
+  const dump = newestMainDump(dir, name, pid);
+  const mapFile = `/tmp/perf-${pid}.map`;
+  try {
+    if (!dump) return;
+    const listing = execFileSync('callgrind_annotate', ['--threshold=100', dump], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+    });
+    const counts = selfCountsByFunction(listing, parsePerfMap(readFileSync(mapFile, 'utf8')));
+    const rowsOut = [...counts].sort((a, b) => b[1] - a[1]).slice(0, top);
+    process.stdout.write(
+      `\n${COUNTED[name]}: the ${top} functions with the most instructions of their own per request\n${table(
+        ['instructions/req', 'function'],
+        rowsOut.map(([fn, count]) => [fmt(count / requests), fn.slice(0, 140)]),
+      )}\n`,
+    );
+  } finally {
+    rmSync(mapFile, { force: true });
+    for (const f of readdirSync(ROOT)) {
+      if (f.startsWith('isolate-') && f.endsWith(`-${pid}-v8.log`)) rmSync(join(ROOT, f), { force: true });
+    }
+  }
+}
+
 const startedAt = new Date();
 const temp = tempDir('tollgate-instructions-');
 compileChildScripts();
@@ -256,6 +301,9 @@ try {
           inSqlite === undefined ? '' : `, ${fmt(inSqlite / requests)} of them in better-sqlite3`
         }\n`,
       );
+      if (topFunctions > 0 && (name === 'sqlite' || name === 'postgres')) {
+        printTopFunctions(temp.dir, name, target.pid, topFunctions);
+      }
     } finally {
       await target.stop();
       if (keep) {

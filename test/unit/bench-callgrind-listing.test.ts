@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { betterSqliteInstructions } from '../../bench/callgrind-listing.js';
+import {
+  betterSqliteInstructions,
+  parsePerfMap,
+  selfCountsByFunction,
+} from '../../bench/callgrind-listing.js';
 
 const ADDON = '[/srv/tollgate/node_modules/better-sqlite3/build/Release/better_sqlite3.node]';
 
@@ -31,5 +35,46 @@ describe('bench:instructions reads the share spent inside better-sqlite3 from a 
   it('is undefined for a process that never entered the addon', () => {
     expect(betterSqliteInstructions(LISTING.split('\n').slice(0, 4).join('\n'))).toBeUndefined();
     expect(betterSqliteInstructions('')).toBeUndefined();
+  });
+});
+
+describe('bench:instructions --functions names JIT code from V8 perf map', () => {
+  // Three pieces of code; the address 0x2000 was reused: its later line is the code there now.
+  const MAP = [
+    '1000 100 JS:*serve file:///srv/tollgate/dist/gateway/gateway.js:85:16',
+    '2000 80 JS:^writeH1 /srv/tollgate/node_modules/undici/lib/dispatcher/client-h1.js:1144:18',
+    '3000 40 Builtin:ArrayMap',
+    '2000 80 JS:*writeH1 /srv/tollgate/node_modules/undici/lib/dispatcher/client-h1.js:1144:18',
+    'not a map line',
+  ].join('\n');
+  const LISTING_SELF = [
+    '1,000,000 (100.0%)  PROGRAM TOTALS',
+    '  300,000 (30.00%)  ???:0x0000000000001010 [???]',
+    '  200,000 (20.00%)  ???:0x00000000000010f0 [???]',
+    '  150,000 (15.00%)  ???:0x0000000000002004 [???]',
+    '  100,000 (10.00%)  ???:Builtins_LoadIC [/usr/bin/node]',
+    '   50,000 ( 5.00%)  ???:0x0000000000001100 [???]',
+    '   25,000 ( 2.50%)  ???:0x0000000000003027 [???]',
+  ].join('\n');
+
+  it('reads the map sorted by address, keeping the order of its lines', () => {
+    const map = parsePerfMap(MAP);
+    expect(map.map((e) => [e.start, e.size, e.order])).toEqual([
+      [0x1000, 0x100, 0],
+      [0x2000, 0x80, 1],
+      [0x2000, 0x80, 3],
+      [0x3000, 0x40, 2],
+    ]);
+  });
+
+  it('adds up the self counts by function, the latest code at a reused address, native names as they are', () => {
+    const counts = selfCountsByFunction(LISTING_SELF, parsePerfMap(MAP));
+    expect(Object.fromEntries(counts)).toEqual({
+      'JS:*serve file:///srv/tollgate/dist/gateway/gateway.js:85:16': 500_000,
+      'JS:*writeH1 /srv/tollgate/node_modules/undici/lib/dispatcher/client-h1.js:1144:18': 150_000,
+      '???:Builtins_LoadIC [/usr/bin/node]': 100_000,
+      '(JIT code not in the perf map)': 50_000,
+      'Builtin:ArrayMap': 25_000,
+    });
   });
 });
