@@ -94,13 +94,11 @@ const connections = Math.max(1, flags.number('connections', 50));
 const accounts = Math.max(1, Math.round(flags.number('accounts', 1)));
 const topFunctions = Math.max(0, Math.round(flags.number('functions', 0)));
 // V8 names its JIT code in /tmp/perf-<pid>.map only with --perf-basic-prof (callgrind sees addresses).
+const extraEnv = flags.env('env');
 const tollgateEnv =
   topFunctions > 0
-    ? {
-        ...flags.env('env'),
-        NODE_OPTIONS: `${flags.env('env').NODE_OPTIONS ?? ''} --perf-basic-prof`.trim(),
-      }
-    : flags.env('env');
+    ? { ...extraEnv, NODE_OPTIONS: `${extraEnv.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim() }
+    : extraEnv;
 
 try {
   execFileSync('valgrind', ['--version'], { stdio: 'ignore' });

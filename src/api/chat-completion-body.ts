@@ -1,4 +1,4 @@
-import { NANO_PER_USD, nanoToUsd } from '../billing/money.js';
+import { nanoDecimal, nanoToUsd } from '../billing/money.js';
 import type { ChatCompletion } from '../gateway/types.js';
 
 /** Spec §2.4: the `chat.completion` body with Tollgate's `meta`. */
@@ -101,20 +101,9 @@ function num(n: number): string {
  * of nanodollars from 1000 (10^-6 USD: below it JavaScript writes an exponent) up to 10^15, the quotient's
  * exact decimal has at most 15 significant digits, and a decimal of at most 15 significant digits is the
  * shortest text that reads back as its double — the text `String` writes. So it is the nanodollars with the
- * point moved nine places and the trailing zeros dropped. Every other amount goes through `num`.
+ * point moved nine places and the trailing zeros dropped (`nanoDecimal`). Every other amount goes through
+ * `num`.
  */
 export function usdJson(nano: number): string {
-  if (!(nano >= 1000 && nano < 1e15 && Number.isInteger(nano))) return num(nanoToUsd(nano));
-  const whole = Math.floor(nano / NANO_PER_USD);
-  let frac = nano - whole * NANO_PER_USD;
-  if (frac === 0) return String(whole);
-  let width = 9;
-  while (frac % 10 === 0) {
-    frac /= 10;
-    width--;
-  }
-  const digits = String(frac);
-  return `${whole}.${LEADING_ZEROS.slice(0, width - digits.length)}${digits}`;
+  return nano >= 1000 && nano < 1e15 && Number.isInteger(nano) ? nanoDecimal(nano) : num(nanoToUsd(nano));
 }
-
-const LEADING_ZEROS = '00000000';

@@ -34,11 +34,35 @@ export function nanoToUsd(nano: number): number {
 /** Nanodollars → an exact decimal string ("0.000001234"), for CLI output and logs. */
 export function formatNano(nano: number): string {
   const negative = nano < 0;
+  if (Number.isSafeInteger(nano)) return `${negative ? '-' : ''}${nanoDecimal(Math.abs(nano))}`;
   const abs = BigInt(Math.abs(nano));
   const whole = abs / NANO_PER_USD_BIG;
   const frac = (abs % NANO_PER_USD_BIG).toString().padStart(9, '0').replace(/0+$/, '');
   return `${negative ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`;
 }
+
+/**
+ * A non-negative safe integer of nanodollars as an exact decimal of dollars, trailing zeros dropped
+ * ("0.000001234", "12.5", "0"), in Number arithmetic: below 2^53 the whole dollars are `floor(nano / 10^9)`
+ * exactly (the quotient's rounding error, under 2^-30, is less than the 10^-9 that separates it from the
+ * next whole number), and the rest is an integer below 10^9. `formatNano` and the chat completion's dollar
+ * figures (`usdJson`) write amounts with it.
+ */
+export function nanoDecimal(nano: number): string {
+  if (!Number.isSafeInteger(nano) || nano < 0) throw new RangeError(`not a whole amount ≥ 0: ${nano}`);
+  const whole = Math.floor(nano / NANO_PER_USD);
+  let frac = nano - whole * NANO_PER_USD;
+  if (frac === 0) return String(whole);
+  let width = 9;
+  while (frac % 10 === 0) {
+    frac /= 10;
+    width--;
+  }
+  const digits = String(frac);
+  return `${whole}.${LEADING_ZEROS.slice(0, width - digits.length)}${digits}`;
+}
+
+const LEADING_ZEROS = '00000000';
 
 /** Cost of `tokens` at `pricePerMillionNano`: ceil(tokens × price / 10^6), computed exactly. */
 export function tokenCost(tokens: number, pricePerMillionNano: number): number {

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { formatNano, maxTokensFor, nanoToUsd, parseUsdToNano, tokenCost } from '../../src/billing/money.js';
+import {
+  formatNano,
+  maxTokensFor,
+  nanoDecimal,
+  nanoToUsd,
+  parseUsdToNano,
+  tokenCost,
+} from '../../src/billing/money.js';
 
 describe('money', () => {
   it('parses dollar amounts exactly into nanodollars', () => {
@@ -22,6 +29,34 @@ describe('money', () => {
         expect(parseUsdToNano(formatNano(n))).toBe(n);
       }),
     );
+  });
+
+  it('formats every whole amount exactly as the BigInt division does, either sign, past 2^53 too', () => {
+    const byBigInt = (nano: number) => {
+      const abs = BigInt(Math.abs(nano));
+      const frac = (abs % 1_000_000_000n).toString().padStart(9, '0').replace(/0+$/, '');
+      return `${nano < 0 ? '-' : ''}${abs / 1_000_000_000n}${frac ? `.${frac}` : ''}`;
+    };
+    const edges = [
+      0,
+      1,
+      999_999_999,
+      1_000_000_000,
+      1_000_000_001,
+      2 ** 53 - 1,
+      -(2 ** 53 - 1),
+      2 ** 53,
+      10 ** 18,
+    ];
+    for (const n of edges) expect(formatNano(n), String(n)).toBe(byBigInt(n));
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 53 - 1), max: 2 ** 53 - 1 }), (n) => {
+        expect(formatNano(n)).toBe(byBigInt(n));
+      }),
+      { numRuns: 20_000 },
+    );
+    expect(() => nanoDecimal(-1)).toThrow(RangeError);
+    expect(() => nanoDecimal(0.5)).toThrow(RangeError);
   });
 
   it('token cost is ceil(tokens × price / 10^6), exact for large values', () => {
