@@ -1,4 +1,3 @@
-import type { IncomingHttpHeaders } from 'node:http';
 import type { Dispatcher } from 'undici';
 // The Agent module alone, not undici's index: the index also loads fetch, WebSocket, EventSource, the
 // cache and the mock agents, none of which a gateway uses, and that code stays on the heap for the life
@@ -208,6 +207,11 @@ function targetOf(url: string): Target {
   return target;
 }
 
+/** Response headers as undici reads them: name, value, name, value… (HTTP/1.1: Buffers; HTTP/2: strings). */
+type RawHeaders = readonly (Buffer | string)[];
+
+const NO_HEADERS: RawHeaders = Object.freeze([]);
+
 /**
  * One upstream call as undici's dispatch handler: undici calls these methods as the answer arrives, and
  * the body's chunks are kept as they come — no stream object, no async iteration, nothing per chunk but a
@@ -215,16 +219,24 @@ function targetOf(url: string): Target {
  * undici, the deadline, the caller's abort, or a body past the cap. Ending early aborts the request
  * (at once if it is on a socket, else as soon as undici hands it one).
  *
+ * It implements the handler methods undici's connection code calls itself (`onConnect`, `onHeaders`,
+ * `onData`, `onComplete`, `onError`; undici's own `request()` is written against them, and its types mark
+ * them deprecated). A handler with the newer `onRequestStart`/`onResponseStart` methods is wrapped per call
+ * in an adapter that also turns every response header (and the trailers) into an object of strings; the
+ * answer's headers are only read when a call failed (`Retry-After`), so here they stay as undici read
+ * them until then (docs/performance.md, twenty-first round). test/providers/upstream-client.test.ts
+ * covers every method, so an undici that stopped calling them fails there.
+ *
  * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherdispatchoptions-handler
  */
 class UpstreamCall implements Dispatcher.DispatchHandler {
   private readonly timer: NodeJS.Timeout;
-  private controller: Dispatcher.DispatchController | undefined;
+  private abortRequest: ((reason?: Error) => void) | undefined;
   private ended = false;
   private failure: Error | undefined;
   private deadlinePassed = false;
   private status = 0;
-  private headers: IncomingHttpHeaders = {};
+  private rawHeaders: RawHeaders = NO_HEADERS;
   private chunks: Buffer[] = [];
   private size = 0;
 
@@ -251,39 +263,37 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
     this.fail(new Error('upstream call aborted by the caller'));
   }
 
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    // Also called again when undici retries the request on a new socket: the latest controller counts.
-    this.controller = controller;
-    if (this.failure !== undefined) controller.abort(this.failure);
+  onConnect(abort: (reason?: Error) => void): void {
+    // Also called again when undici retries the request on a new socket: the latest abort counts.
+    this.abortRequest = abort;
+    if (this.failure !== undefined) abort(this.failure);
   }
 
-  onResponseStart(
-    _controller: Dispatcher.DispatchController,
-    statusCode: number,
-    headers: IncomingHttpHeaders,
-  ): void {
-    if (this.ended) return;
+  onHeaders(statusCode: number, rawHeaders: RawHeaders): boolean {
+    if (this.ended) return true;
     this.status = statusCode;
-    this.headers = headers;
+    this.rawHeaders = rawHeaders;
     this.chunks.length = 0;
     this.size = 0;
     // A declared length past the cap fails before a byte of the body is read (undici itself checks that
-    // what arrives matches a declared length; it gives header names in lower case).
-    const declared = Number(headers['content-length']);
+    // what arrives matches a declared length).
+    const declared = Number(headerValue(rawHeaders, 'content-length'));
     if (Number.isFinite(declared) && declared > this.maxBodyBytes) this.fail(this.tooLarge());
+    return true;
   }
 
-  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (this.ended) return;
+  onData(chunk: Buffer): boolean {
+    if (this.ended) return true;
     this.size += chunk.length;
     if (this.size > this.maxBodyBytes) {
       this.fail(this.tooLarge());
-      return;
+      return true;
     }
     this.chunks.push(chunk);
+    return true;
   }
 
-  onResponseEnd(): void {
+  onComplete(): void {
     if (this.ended) return;
     const { chunks } = this;
     const bodyText =
@@ -291,10 +301,10 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
         ? (chunks[0] as Buffer).toString('utf8')
         : Buffer.concat(chunks, this.size).toString('utf8');
     this.end();
-    this.resolve(new ReceivedResponse(this.status, this.headers, bodyText));
+    this.resolve(new ReceivedResponse(this.status, this.rawHeaders, bodyText));
   }
 
-  onResponseError(_controller: Dispatcher.DispatchController | undefined, error: Error): void {
+  onError(error: Error): void {
     if (this.ended) return;
     this.end();
     this.reject(
@@ -308,8 +318,8 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
   private fail(error: Error): void {
     if (this.ended) return;
     this.failure = error;
-    this.onResponseError(undefined, error);
-    this.controller?.abort(error);
+    this.onError(error);
+    this.abortRequest?.(error);
   }
 
   private end(): void {
@@ -328,6 +338,17 @@ function passDeadline(call: UpstreamCall): void {
   call.onDeadline();
 }
 
+/** The value of the first header called `lowerName` (given in lower case), or undefined. */
+function headerValue(raw: RawHeaders, lowerName: string): string | undefined {
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i] as Buffer | string;
+    if (name.length === lowerName.length && latin1(name).toLowerCase() === lowerName) {
+      return latin1(raw[i + 1] as Buffer | string);
+    }
+  }
+  return undefined;
+}
+
 /**
  * An answer as the adapters read it. Its headers are only read when the call failed (Retry-After), so they
  * are put in `UpstreamHttpResponse`'s form (one string per name) when first read, not on every answer.
@@ -337,7 +358,7 @@ class ReceivedResponse implements UpstreamHttpResponse {
 
   constructor(
     readonly status: number,
-    private readonly received: IncomingHttpHeaders,
+    private readonly received: RawHeaders,
     readonly bodyText: string,
   ) {}
 
@@ -347,13 +368,21 @@ class ReceivedResponse implements UpstreamHttpResponse {
   }
 }
 
-/** Header names lower-cased (undici gives them so), a repeated header's values joined with ", ". */
-function normalizeHeaders(headers: IncomingHttpHeaders): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = {};
-  for (const name in headers) {
-    const value = headers[name];
-    if (value === undefined) continue;
-    out[name.toLowerCase()] = Array.isArray(value) ? value.join(', ') : value;
+/**
+ * Header names in lower case, a repeated header's values joined with ", ", as text the way undici decodes
+ * headers (Latin-1: one character per byte).
+ */
+function normalizeHeaders(raw: RawHeaders): Record<string, string | undefined> {
+  const out: Record<string, string | undefined> = Object.create(null);
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = latin1(raw[i] as Buffer | string).toLowerCase();
+    const value = latin1(raw[i + 1] as Buffer | string);
+    const before = out[name];
+    out[name] = before === undefined ? value : `${before}, ${value}`;
   }
   return out;
+}
+
+function latin1(text: Buffer | string): string {
+  return typeof text === 'string' ? text : text.toString('latin1');
 }
