@@ -9,7 +9,13 @@ import type {
   SettleResult,
   UsageRecord,
 } from './types.js';
-import { USAGE_COLUMNS, usageValues } from './usage-row.js';
+import {
+  ANSWERED_USAGE_SQL,
+  answeredUsageValues,
+  isPlainAnswer,
+  USAGE_COLUMNS,
+  usageValues,
+} from './usage-row.js';
 
 type Row = Record<string, number | string | null>;
 
@@ -253,7 +259,11 @@ export class SqliteHotPath {
     }
     const shortfallNano = input.costNano - chargedNano;
     // The usage row is the charge's record (migration 0007).
-    this.stmt.insertUsage.run(...usageValues(input.usage, shortfallNano, chargedNano));
+    if (isPlainAnswer(input.usage, shortfallNano)) {
+      this.stmt.insertAnswered.run(...answeredUsageValues(input.usage, chargedNano));
+    } else {
+      this.stmt.insertUsage.run(...usageValues(input.usage, shortfallNano, chargedNano));
+    }
     const settled = { balanceNano: next, chargedNano, shortfallNano };
     if (input.idempotency) {
       this.stmt.finishIdempotent.run(
@@ -408,6 +418,9 @@ function prepareAll(db: SQLite.Database) {
     addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),
     insertUsage: db.prepare(
       `insert into usage (${USAGE_COLUMNS.join(', ')}) values (${USAGE_COLUMNS.map(() => '?').join(', ')})`,
+    ),
+    insertAnswered: db.prepare(
+      `insert into usage (${USAGE_COLUMNS.join(', ')}) values (${ANSWERED_USAGE_SQL})`,
     ),
     finishIdempotent: db.prepare(
       `update idempotency set state = 'done', response_json = ?

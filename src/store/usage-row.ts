@@ -58,3 +58,52 @@ export function usageValues(
     chargedNano,
   ];
 }
+
+/**
+ * The usage row of an answered call settled in full — status `ok`, no error, HTTP 200, usage from the
+ * upstream, the client still there, no shortfall — has six columns whose values never change. SQLite's
+ * hot path inserts such rows with those six written into the statement: each value bound costs a native
+ * call and, for text, a copy into UTF-8 (six of the eighteen, ~2,500 instructions per call; docs/performance.md,
+ * twenty-first round). `ANSWERED_USAGE_SQL` is the statement's values list; `answeredUsageValues` gives the
+ * rest, in `USAGE_COLUMNS` order.
+ */
+const ANSWERED_CONSTANTS: Partial<Record<(typeof USAGE_COLUMNS)[number], string>> = {
+  usage_estimated: '0',
+  shortfall_nano: '0',
+  status: "'ok'",
+  error_code: 'null',
+  http_status: '200',
+  client_gone: '0',
+};
+
+export const ANSWERED_USAGE_SQL = USAGE_COLUMNS.map((c) => ANSWERED_CONSTANTS[c] ?? '?').join(', ');
+
+/** Whether `u` settled with `shortfallNano` is such a row (`answeredUsageValues` may write it). */
+export function isPlainAnswer(u: UsageRecord, shortfallNano: number): boolean {
+  return (
+    u.status === 'ok' &&
+    u.errorCode === null &&
+    u.httpStatus === 200 &&
+    !u.usageEstimated &&
+    !u.clientGone &&
+    shortfallNano === 0
+  );
+}
+
+/** The values of an answered call's usage row that are not constant, in `USAGE_COLUMNS` order. */
+export function answeredUsageValues(u: UsageRecord, chargedNano: number): (string | number | null)[] {
+  return [
+    u.requestId,
+    u.accountId,
+    u.keyId,
+    u.provider,
+    u.model,
+    u.promptTokens,
+    u.completionTokens,
+    u.inputCostNano,
+    u.outputCostNano,
+    u.durationMs,
+    u.createdAt,
+    chargedNano,
+  ];
+}

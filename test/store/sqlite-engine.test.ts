@@ -6,6 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
 import { SqliteCheckpointer } from '../../src/store/sqlite-checkpointer.js';
 import type { Store } from '../../src/store/types.js';
+import {
+  ANSWERED_USAGE_SQL,
+  answeredUsageValues,
+  isPlainAnswer,
+  USAGE_COLUMNS,
+  usageValues,
+} from '../../src/store/usage-row.js';
 import { fundedAccount, usageRow } from './store-fixtures.js';
 
 let dir: string;
@@ -187,6 +194,52 @@ describe('group commit', () => {
     await expect(pending).resolves.toEqual({ ok: true });
     store = await openStore(`sqlite:${file}`, { sqliteSynchronous: 'NORMAL' });
     expect(await balanceOf(a)).toBe(9_000);
+  });
+});
+
+describe('the usage row of a plain answer', () => {
+  it('written with its six constant columns in the statement, is the row the general insert writes', async () => {
+    await open();
+    const a = await fundedAccount(store, 10_000);
+    await store.close();
+    const raw = new SQLite(file);
+    try {
+      const columns = USAGE_COLUMNS.join(', ');
+      const general = raw.prepare(
+        `insert into usage (${columns}) values (${USAGE_COLUMNS.map(() => '?').join(', ')})`,
+      );
+      const answered = raw.prepare(`insert into usage (${columns}) values (${ANSWERED_USAGE_SQL})`);
+      const usage = usageRow(a, 'req_general', { inputCostNano: 120, outputCostNano: 340, durationMs: 17 });
+      expect(isPlainAnswer(usage, 0)).toBe(true);
+      general.run(...usageValues(usage, 0, 460));
+      answered.run(...answeredUsageValues({ ...usage, requestId: 'req_answered' }, 460));
+      const rows = raw
+        .prepare('select * from usage where account_id = ? order by request_id')
+        .all(a) as Record<string, unknown>[];
+      expect(rows).toHaveLength(2);
+      const [fromAnswered, fromGeneral] = rows as [Record<string, unknown>, Record<string, unknown>];
+      expect(fromAnswered.request_id).toBe('req_answered');
+      expect({ ...fromAnswered, request_id: 'x' }).toEqual({ ...fromGeneral, request_id: 'x' });
+      expect(fromGeneral).toMatchObject({
+        status: 'ok',
+        error_code: null,
+        http_status: 200,
+        charged_nano: 460,
+      });
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('is only a row with status ok, no error, HTTP 200, upstream usage, the client there and no shortfall', () => {
+    const plain = usageRow('acct', 'req');
+    expect(isPlainAnswer(plain, 0)).toBe(true);
+    expect(isPlainAnswer(plain, 1)).toBe(false);
+    expect(isPlainAnswer({ ...plain, status: 'error' }, 0)).toBe(false);
+    expect(isPlainAnswer({ ...plain, errorCode: 'upstream_error' }, 0)).toBe(false);
+    expect(isPlainAnswer({ ...plain, httpStatus: 502 }, 0)).toBe(false);
+    expect(isPlainAnswer({ ...plain, usageEstimated: true }, 0)).toBe(false);
+    expect(isPlainAnswer({ ...plain, clientGone: true }, 0)).toBe(false);
   });
 });
 
