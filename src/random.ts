@@ -27,20 +27,23 @@ export function randomHex(bytes: number): string {
   return pool.toString('hex', at, at + bytes);
 }
 
-const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
+const ALPHABET = Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789', 'latin1');
+/** Where `randomAlnum` assembles its characters: one string made at the end, not one per character added. */
+const letters = Buffer.allocUnsafe(POOL_SIZE / 2);
 
-/** A random alphanumeric string (rejection sampling keeps it uniform). */
+/** A random alphanumeric string (rejection sampling keeps it uniform); at most 2,048 characters. */
 export function randomAlnum(length: number): string {
-  let out = '';
-  while (out.length < length) {
-    const want = (length - out.length) * 2;
+  if (length > letters.length) throw new RangeError('at most 2048 random characters at once');
+  let n = 0;
+  while (n < length) {
+    const want = (length - n) * 2;
     const at = take(want);
-    for (let i = at; i < at + want && out.length < length; i++) {
+    for (let i = at; i < at + want && n < length; i++) {
       const byte = pool[i] as number;
-      if (byte < 248) out += ALPHABET[byte % 62];
+      if (byte < 248) letters[n++] = ALPHABET[byte % 62] as number;
     }
   }
-  return out;
+  return letters.toString('latin1', 0, length);
 }
 
 /**

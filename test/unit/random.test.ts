@@ -23,6 +23,17 @@ describe('pooled random ids', () => {
     for (const n of counts.values()) expect(Math.abs(n - 1_000)).toBeLessThan(200);
   });
 
+  it('randomAlnum gives exactly the asked length, up to 2,048 characters, and refuses more', () => {
+    for (const length of [0, 1, 21, 2_048])
+      expect(randomAlnum(length)).toMatch(new RegExp(`^[A-Za-z0-9]{${length}}$`));
+    // Each call is a string of its own, not a view of the buffer the characters are assembled in.
+    const first = randomAlnum(40);
+    const copy = `${first}`;
+    randomAlnum(40);
+    expect(first).toBe(copy);
+    expect(() => randomAlnum(2_049)).toThrow(RangeError);
+  });
+
   it('completion ids keep OpenAI form', () => {
     expect(newCompletionId()).toMatch(/^chatcmpl-[A-Za-z0-9]{29}$/);
   });
