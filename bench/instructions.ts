@@ -32,6 +32,7 @@ import {
   compileChildScripts,
   detectPinning,
   ROOT,
+  requireTool,
   startProcess,
 } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
@@ -100,12 +101,7 @@ const tollgateEnv =
     ? { ...extraEnv, NODE_OPTIONS: `${extraEnv.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim() }
     : extraEnv;
 
-try {
-  execFileSync('valgrind', ['--version'], { stdio: 'ignore' });
-} catch {
-  process.stderr.write('bench:instructions needs valgrind (apt-get install -y valgrind)\n');
-  process.exit(2);
-}
+requireTool('bench:instructions', 'valgrind', 'apt-get install -y valgrind');
 
 /** Sends `count` requests, `connections` at a time; throws unless every one is answered 200. */
 async function send(spec: RequestSpec, count: number): Promise<void> {

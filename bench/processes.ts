@@ -212,6 +212,16 @@ export async function startProcess(options: SpawnOptions): Promise<RunningProces
 }
 
 /** The last lines of a process's output, for error messages. */
+/** Exits with status 2 and a line naming what to install when `command --version` cannot run. */
+export function requireTool(script: string, command: string, install: string): void {
+  try {
+    execFileSync(command, ['--version'], { stdio: 'ignore' });
+  } catch {
+    process.stderr.write(`${script} needs ${command} (${install})\n`);
+    process.exit(2);
+  }
+}
+
 export function tail(text: string, lines = 15): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
