@@ -49,6 +49,8 @@ describe('perf script attribution (bench:perf)', () => {
     );
     expect(jsOwner('JS:*end node:_http_outgoing:1034:45')).toBe('node:_http_outgoing');
     expect(jsOwner('JS:wasm-function[20]-20-turbofan')).toBe("WebAssembly (undici's llhttp)");
+    expect(jsOwner('JS:^ [worker eval]:8:27')).toBe('Tollgate src/store (WAL checkpoint thread)');
+    expect(jsOwner('JS:*validate20 :3:89')).toBe('ajv (compiled validators)');
     expect(jsOwner('JS:*anonymous')).toBe('JavaScript the perf map does not name');
     expect(jsOwner('sqlite3VdbeExec')).toBeUndefined();
     expect(jsOwner('Builtins_LoadIC')).toBeUndefined();
