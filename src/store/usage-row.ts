@@ -65,7 +65,8 @@ export function usageValues(
  * hot path inserts such rows with those six written into the statement: each value bound costs a native
  * call and, for text, a copy into UTF-8 (six of the eighteen, ~2,500 instructions per call; docs/performance.md,
  * twenty-first round). `ANSWERED_USAGE_SQL` is the statement's values list; `answeredUsageValues` gives the
- * rest, in `USAGE_COLUMNS` order.
+ * rest, in `USAGE_COLUMNS` order (test/store/sqlite-engine.test.ts writes one record both ways and compares
+ * the rows, so a column added to the list and not here fails there).
  */
 const ANSWERED_CONSTANTS: Partial<Record<(typeof USAGE_COLUMNS)[number], string>> = {
   usage_estimated: '0',
