@@ -11,6 +11,8 @@ export interface Flags {
   number(name: string, fallback: number): number;
   boolean(name: string): boolean;
   list(name: string): string[] | undefined;
+  /** `list(name)` (or `fallback`), each item one of `allowed`'s keys; exits with a usage error otherwise. */
+  choices<K extends string>(name: string, allowed: Readonly<Record<K, unknown>>, fallback: K[]): K[];
   /**
    * `A=1,B=2` → `{ A: '1', B: '2' }`, split only at a comma followed by the next `NAME=` (`H=a,b,M=0` →
    * `{ H: 'a,b', M: '0' }`); exits with a usage error when the first pair has no `=`.
@@ -50,7 +52,7 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
     process.exit(0);
   }
   const raw = (name: string): string | boolean | undefined => values[name] ?? process.env[envName(name)];
-  return {
+  const flags: Flags = {
     string: (name) => {
       const v = raw(name);
       return typeof v === 'string' && v.length > 0 ? v : undefined;
@@ -77,6 +79,16 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
         .map((s) => s.trim())
         .filter((s) => s.length > 0);
     },
+    choices<K extends string>(name: string, allowed: Readonly<Record<K, unknown>>, fallback: K[]): K[] {
+      const items = flags.list(name) ?? fallback;
+      for (const item of items) {
+        if (!Object.hasOwn(allowed, item)) {
+          process.stderr.write(`--${name}: ${item} is not one of ${Object.keys(allowed).join(', ')}\n`);
+          process.exit(2);
+        }
+      }
+      return items as K[];
+    },
     env(name) {
       const env: Record<string, string> = {};
       const v = raw(name);
@@ -94,6 +106,7 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
       return env;
     },
   };
+  return flags;
 }
 
 /** `1k`, `10KB`, `1m`, `1MiB`, `1000000` → a byte or row count. */
