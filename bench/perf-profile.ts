@@ -27,7 +27,7 @@ import autocannon from 'autocannon';
 import type { RequestSpec } from './loadgen.js';
 import { readFlags } from './options.js';
 import { NO_JS, parsePerfScript, samplesByOwner } from './perf-script.js';
-import { cleanupAll, detectPinning, pinSelf, ROOT, requireTool } from './processes.js';
+import { cleanupAll, compileChildScripts, detectPinning, pinSelf, ROOT, requireTool } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { TARGET_LABELS } from './target-names.js';
 import { startTarget, tempDir } from './targets.js';
@@ -63,6 +63,7 @@ const rowCount = Math.max(1, Math.round(flags.number('rows', 25)));
 const keep = flags.string('keep');
 
 requireTool('bench:perf', 'perf', 'apt-get install -y linux-perf');
+compileChildScripts();
 
 /** Closed-loop load for `seconds`; the requests answered. Throws on any answer but 2xx, or an error. */
 async function load(spec: RequestSpec, seconds: number): Promise<number> {

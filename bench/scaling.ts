@@ -5,7 +5,10 @@
  *     and the difference isolate what the gateway adds per byte (the upstream's cost grows with the prompt
  *     for both);
  * (b) 10 → 1,000,000 accounts with a key each, requests spread over up to 1,000 of those keys;
- * (c) 0 → 10,000,000 past requests (usage rows with their charges) on 1,000 accounts.
+ * (c) 0 → 10,000,000 past requests (usage rows with their charges) on 1,000 accounts;
+ * (d) 0 → 10,000,000 past requests of ONE account: the latency of its `GET /api/v1/key` (today's and this
+ *     month's spend), beside what summing its rows of the month takes, measured in the same run; the
+ *     answer's spend is checked against those sums.
  *
  * Each level: c50 closed loop for a short window, req/s and the gateway's CPU µs per request. Bulk data is
  * inserted straight into the real schema (bench/bulk-insert.ts); its timing is printed. Writes
@@ -13,7 +16,11 @@
  */
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Kysely } from 'kysely';
 import { openStore } from '../src/store/index.js';
+import type { KyselyStore } from '../src/store/kysely-store.js';
+import { fillSpendCounters } from '../src/store/migrations.js';
+import { spendStarts } from '../src/store/spend.js';
 import {
   BYTES_PER_ACCOUNT,
   BYTES_PER_PAST_REQUEST,
@@ -48,7 +55,7 @@ const flags = readFlags('npm run bench:scaling --', {
   duration: { type: 'string', help: 'seconds measured per level (default 5)' },
   warmup: { type: 'string', help: 'seconds of warm-up per level (default 2)' },
   runs: { type: 'string', help: 'measurements per level, median reported (default 1)' },
-  only: { type: 'string', help: 'comma-separated parts: prompt,accounts,usage' },
+  only: { type: 'string', help: 'comma-separated parts: prompt,accounts,usage,spend' },
   'max-prompt': { type: 'string', help: 'largest prompt, e.g. 100KiB (default 1MiB)' },
   'max-accounts': { type: 'string', help: 'most accounts, e.g. 10000 or 1m (default 1m)' },
   'max-usage': { type: 'string', help: 'most past requests, e.g. 100000 or 10m (default 10m)' },
@@ -73,7 +80,7 @@ const options = {
   maxUsage: parseSize(flags.string('max-usage') ?? '10000000'),
   tollgateEnv: flags.env('env'),
 };
-const parts = flags.list('only') ?? ['prompt', 'accounts', 'usage'];
+const parts = flags.list('only') ?? ['prompt', 'accounts', 'usage', 'spend'];
 const closedLoop = chooseGenerator(flags.string('generator'));
 
 const startedAt = new Date();
@@ -321,6 +328,106 @@ async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
   return rows;
 }
 
+// ── (d) one account's history: GET /api/v1/key ──────────────────────────────
+
+interface SpendRow {
+  rows: number;
+  insertSeconds: number;
+  dbMb?: number;
+  /** GET /api/v1/key, one call at a time after a warm-up: median and slowest, ms. */
+  keyP50Ms?: number;
+  keyMaxMs?: number;
+  /** The store summing the account's charges of today and of this month from its usage rows, ms. */
+  sumRowsMs: number;
+  /** Those sums, today's and this month's, in nanodollars, and the spend GET /key answered (USD). */
+  expectedNano: number[];
+  answered?: { today: number; month: number } | undefined;
+  /** The spend the answer gave equals those sums. */
+  spendMatches: boolean;
+}
+
+const KEY_CALLS = 50;
+
+async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
+  const rows: SpendRow[] = [];
+  for (const count of levels([0, 1_000_000, 10_000_000], options.maxUsage)) {
+    const temp = tempDir('spend');
+    try {
+      if (!enoughDisk(temp.dir, count * BYTES_PER_PAST_REQUEST, `${count} usage rows`)) continue;
+      const file = join(temp.dir, 'tollgate.db');
+      const url = await migrateSqlite(file);
+      const bulk = bulkAccounts(file, 1, { sample: 1, keepAccounts: true });
+      let seconds = bulk.seconds;
+      if (count > 0) {
+        log(`one account, ${count.toLocaleString('en-US')} requests: bulk insert`);
+        seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
+      }
+      const account = bulk.accounts[0] as (typeof bulk.accounts)[0];
+      // Bulk rows bypass the settles that keep the counters: fill them as migration 0008 does.
+      const store = await openStore(url);
+      const now = Date.now();
+      const { dayStart, monthStart } = spendStarts(now);
+      const since = [dayStart, monthStart];
+      try {
+        await fillSpendCounters((store as KyselyStore).kysely as unknown as Kysely<unknown>, now);
+      } finally {
+        await store.close();
+      }
+      log(`one account, ${count.toLocaleString('en-US')} requests: measuring GET /api/v1/key`);
+      const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '', tollgateEnv: options.tollgateEnv };
+      const target = await startTollgate(ctx, { name: 'sqlite', databaseUrl: url, keys: bulk.sampleKeys });
+      try {
+        const keyUrl = target.request.url.replace(/\/chat\/completions$/, '/key');
+        const headers = { authorization: target.request.headers.authorization as string };
+        const times: number[] = [];
+        let spend: { today: number; month: number } | undefined;
+        for (let i = 0; i < KEY_CALLS + 5; i++) {
+          const started = performance.now();
+          const response = await fetch(keyUrl, { headers });
+          const body = (await response.json()) as { spend?: { today: number; month: number } };
+          if (response.status !== 200) throw new Error(`GET /api/v1/key answered ${response.status}`);
+          if (i >= 5) times.push(performance.now() - started);
+          spend = body.spend;
+        }
+        times.sort((a, b) => a - b);
+        // The sums from the rows, read after the calls: the target's probe was a charged request too.
+        const reader = await openStore(url);
+        let expected: number[];
+        let sumRowsMs: number;
+        try {
+          const started = performance.now();
+          expected = await reader.chargesSince(account.id, since);
+          sumRowsMs = performance.now() - started;
+        } finally {
+          await reader.close();
+        }
+        const dbMb = dbSizeMb(file);
+        const keyP50Ms = median(times);
+        const keyMaxMs = times[times.length - 1];
+        rows.push({
+          rows: count,
+          insertSeconds: seconds,
+          ...(dbMb === undefined ? {} : { dbMb }),
+          ...(keyP50Ms === undefined ? {} : { keyP50Ms }),
+          ...(keyMaxMs === undefined ? {} : { keyMaxMs }),
+          sumRowsMs,
+          expectedNano: expected,
+          answered: spend,
+          spendMatches:
+            spend !== undefined &&
+            Math.round(spend.today * 1e9) === expected[0] &&
+            Math.round(spend.month * 1e9) === expected[1],
+        });
+      } finally {
+        await target.stop().catch(() => undefined);
+      }
+    } finally {
+      temp.remove();
+    }
+  }
+  return rows;
+}
+
 function dataTable(title: string, what: string, rows: readonly DataRow[]): string {
   const first = rows[0]?.tollgate;
   return `${title}\n${table(
@@ -352,6 +459,7 @@ async function main(): Promise<void> {
   const prompt = parts.includes('prompt') ? await promptSizes(pinning) : [];
   const accounts = parts.includes('accounts') ? await accountCounts(pinning) : [];
   const usage = parts.includes('usage') ? await usageCounts(pinning) : [];
+  const spend = parts.includes('spend') ? await spendHistory(pinning) : [];
 
   process.stdout.write('\nTollgate scaling — c50, SQLite, billing every call\n\n');
   if (prompt.length > 0) {
@@ -402,6 +510,33 @@ async function main(): Promise<void> {
       `${dataTable(`Past requests (usage rows with their charges, on ${options.keys} accounts)`, 'usage rows', usage)}\n\n`,
     );
   }
+  if (spend.length > 0) {
+    process.stdout.write(
+      `One account's own history: GET /api/v1/key (today's and this month's spend)\n${table(
+        [
+          'usage rows',
+          'insert s',
+          'DB MB',
+          'GET /key p50 ms',
+          'max ms',
+          'summing its rows ms',
+          'spend right',
+        ],
+        spend.map((r) => [
+          r.rows.toLocaleString('en-US'),
+          fmt(r.insertSeconds, 1),
+          fmt(r.dbMb),
+          fmt(r.keyP50Ms, 2),
+          fmt(r.keyMaxMs, 2),
+          fmt(r.sumRowsMs, 1),
+          r.spendMatches ? 'yes' : 'NO',
+        ]),
+      )}\n` +
+        `GET /key: ${KEY_CALLS} calls one at a time after 5, through HTTP · summing its rows: the store adding up ` +
+        "the account's charges of today and of this month from its usage rows, in this process (GET /key summed " +
+        'them per call before the spend counters, reading every row of the month into JavaScript)\n\n',
+    );
+  }
   process.stdout.write(
     'CPU: the gateway process over the measured window per completed request · ×first: against the first row; ' +
       'flat means ≈ 1.00 (±20% is run-to-run noise on a shared machine)\n' +
@@ -421,6 +556,7 @@ async function main(): Promise<void> {
       prompt,
       accounts,
       usage,
+      spend,
     },
     startedAt,
   );

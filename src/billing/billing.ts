@@ -111,10 +111,7 @@ export class Billing {
   async summary(accountId: string): Promise<AccountSummary | undefined> {
     const account = await this.store.getAccount(accountId);
     if (!account) return undefined;
-    const now = new Date(this.now());
-    const dayStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
-    const monthStart = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1);
-    const [todayNano = 0, monthNano = 0] = await this.store.chargesSince(accountId, [dayStart, monthStart]);
+    const { todayNano, monthNano } = await this.store.spendOf(accountId, this.now());
     const openHoldsNano = await this.store.openHoldsNano(accountId);
     return { balanceNano: account.balanceNano, openHoldsNano, todayNano, monthNano };
   }

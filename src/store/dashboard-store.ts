@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { ExpressionBuilder, Kysely } from 'kysely';
 import { KyselyStore } from './kysely-store.js';
-import { type AccountsTable, type Database, toNumber, toNumberOrNull } from './schema.js';
+import { type AccountsTable, type Database, type NewAccountRow, toNumber, toNumberOrNull } from './schema.js';
 import type { Account, AccountRole, AccountStatus, Store, UsageStatus } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -266,7 +266,7 @@ export class DashboardStore {
     inviteCodeHash: string | null;
   }): Promise<SignUpResult> {
     const now = this.now();
-    const row: AccountsTable = {
+    const row: NewAccountRow = {
       id: newId('acct'),
       email: input.email,
       role: 'user',

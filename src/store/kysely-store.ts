@@ -4,15 +4,24 @@ import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import { PostgresGroupWrites } from './postgres-hot-path.js';
 import {
-  type AccountsTable,
   type ApiKeysTable,
   type Database,
   type IdempotencyTable,
+  type NewAccountRow,
   refusedHold,
   toNumber,
   toNumberOrNull,
   type UsageTable,
 } from './schema.js';
+import {
+  addSpend,
+  NO_SPEND,
+  SPEND_COLUMNS,
+  type SpendCounters,
+  spendAt,
+  spendColumns,
+  spendCountersOf,
+} from './spend.js';
 import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
 import type {
@@ -39,7 +48,7 @@ function newId(prefix: string): string {
   return `${prefix}_${randomBytes(12).toString('hex')}`;
 }
 
-function toAccount(row: AccountsTable): Account {
+function toAccount(row: NewAccountRow): Account {
   return {
     id: row.id,
     email: row.email,
@@ -201,7 +210,7 @@ export class KyselyStore implements Store {
   // ── accounts ─────────────────────────────────────────────────────────────
 
   async createAccount(input: { email: string; role: AccountRole; passwordHash: string | null }) {
-    const row: AccountsTable = {
+    const row: NewAccountRow = {
       id: newId('acct'),
       email: input.email,
       role: input.role,
@@ -412,16 +421,17 @@ export class KyselyStore implements Store {
     }
     return this.db.transaction().execute(async (trx) => {
       const held = (await this.closeHold(trx, input.holdId, input.accountId)) ?? 0;
-      const balance = await this.lockAccount(trx, input.accountId);
-      if (balance === undefined) throw new Error(`no account ${input.accountId}`);
+      const account = await this.lockAccountWithSpend(trx, input.accountId);
+      if (account === undefined) throw new Error(`no account ${input.accountId}`);
       // Charge from the hold first, then from the balance as far as it goes; never below zero.
-      const available = balance + held;
+      const available = account.balanceNano + held;
       const chargedNano = Math.min(input.costNano, available);
       const shortfallNano = input.costNano - chargedNano;
       const next = available - chargedNano;
+      addSpend(account, chargedNano, input.usage.createdAt);
       await trx
         .updateTable('accounts')
-        .set({ balance_nano: next })
+        .set({ balance_nano: next, ...spendColumns(account) })
         .where('id', '=', input.accountId)
         .execute();
       // The usage row is the charge's record (migration 0007).
@@ -639,29 +649,35 @@ export class KyselyStore implements Store {
     if (since.length === 0) return [];
     const earliest = Math.min(...since);
     // Charges are usage rows' charged_nano since migration 0007, and ledger rows of kind charge before it.
+    // Summed by the database, one figure per time: the rows themselves never come over.
+    const sums = (table: 'usage' | 'ledger', amount: 'charged_nano' | 'amount_nano') =>
+      this.db
+        .selectFrom(table)
+        .select(
+          since.map((t, i) =>
+            sql<
+              string | number | null
+            >`sum(case when created_at >= ${t} then ${sql.ref(amount)} else 0 end)`.as(`s${i}`),
+          ),
+        )
+        .where('account_id', '=', accountId)
+        .where('created_at', '>=', earliest);
     const [recorded, legacy] = await Promise.all([
-      this.db
-        .selectFrom('usage')
-        .select(['charged_nano as amount_nano', 'created_at'])
-        .where('account_id', '=', accountId)
-        .where('created_at', '>=', earliest)
-        .where('charged_nano', '>', 0)
-        .execute(),
-      this.db
-        .selectFrom('ledger')
-        .select(['amount_nano', 'created_at'])
-        .where('account_id', '=', accountId)
-        .where('kind', '=', 'charge')
-        .where('created_at', '>=', earliest)
-        .execute(),
+      sums('usage', 'charged_nano').where('charged_nano', '>', 0).executeTakeFirst(),
+      sums('ledger', 'amount_nano').where('kind', '=', 'charge').executeTakeFirst(),
     ]);
-    return since.map((t) => {
-      let sum = 0;
-      for (const rows of [recorded, legacy]) {
-        for (const r of rows) if (toNumber(r.created_at) >= t) sum += toNumber(r.amount_nano ?? 0);
-      }
-      return sum;
-    });
+    const figure = (row: Record<string, unknown> | undefined, i: number) =>
+      toNumber((row?.[`s${i}`] as string | number | null | undefined) ?? 0);
+    return since.map((_, i) => figure(recorded, i) + figure(legacy, i));
+  }
+
+  async spendOf(accountId: string, now: number): Promise<{ todayNano: number; monthNano: number }> {
+    const row = await this.db
+      .selectFrom('accounts')
+      .select(SPEND_COLUMNS)
+      .where('id', '=', accountId)
+      .executeTakeFirst();
+    return spendAt(row ? spendCountersOf(row) : NO_SPEND, now);
   }
 
   async getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined> {
@@ -761,6 +777,20 @@ export class KyselyStore implements Store {
     if (this.dialect === 'postgres') query = query.forNoKeyUpdate();
     const row = await query.executeTakeFirst();
     return row ? toNumber(row.balance_nano) : undefined;
+  }
+
+  /** {@link lockAccount}, with the account's spend counters (for a settle, which adds to them). */
+  private async lockAccountWithSpend(
+    trx: Transaction<Database>,
+    accountId: string,
+  ): Promise<(SpendCounters & { balanceNano: number }) | undefined> {
+    let query = trx
+      .selectFrom('accounts')
+      .select(['balance_nano', ...SPEND_COLUMNS])
+      .where('id', '=', accountId);
+    if (this.dialect === 'postgres') query = query.forNoKeyUpdate();
+    const row = await query.executeTakeFirst();
+    return row ? { balanceNano: toNumber(row.balance_nano), ...spendCountersOf(row) } : undefined;
   }
 
   /** An account's balance and status (for wording a refused hold). */

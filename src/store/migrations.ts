@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type MigrationProvider, SqliteAdapter, sql } from 'kysely';
+import { spendDayOf, spendMonthOf, spendStarts } from './spend.js';
 
 /**
  * Every schema change, in order, in one place. Written with Kysely's schema builder and portable types
@@ -231,7 +232,37 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('usage').addColumn('charged_nano', 'bigint').execute();
     },
   },
+  '0008_spend_counters': {
+    // An account's charges today and this month, kept on its row by every settle (src/store/spend.ts), so
+    // that GET /api/v1/key and the dashboard read one row instead of summing every usage row of the month
+    // (docs/performance.md, twenty-second round). Filled here from what the spend figures summed until
+    // now: the usage rows' charges and an older database's charge rows in the ledger, of the requests
+    // started today and this month (UTC, by this server's clock). Adding a column with a constant default
+    // rewrites no row on either database; the fill reads each account's rows of this month once.
+    async up(db: Kysely<unknown>) {
+      for (const column of ['spend_day', 'spend_day_nano', 'spend_month', 'spend_month_nano']) {
+        await db.schema
+          .alterTable('accounts')
+          .addColumn(column, 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
+      }
+      await fillSpendCounters(db, Date.now());
+    },
+  },
 };
+
+/** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */
+export async function fillSpendCounters(db: Kysely<unknown>, now: number): Promise<void> {
+  const { dayStart, monthStart } = spendStarts(now);
+  const chargesSince = (since: number) => sql`(
+      coalesce((select sum(u.charged_nano) from usage u
+                 where u.account_id = accounts.id and u.created_at >= ${since} and u.charged_nano > 0), 0)
+    + coalesce((select sum(l.amount_nano) from ledger l
+                 where l.account_id = accounts.id and l.kind = 'charge' and l.created_at >= ${since}), 0))`;
+  await sql`update accounts set
+      spend_day = ${spendDayOf(now)}, spend_day_nano = ${chargesSince(dayStart)},
+      spend_month = ${spendMonthOf(now)}, spend_month_nano = ${chargesSince(monthStart)}`.execute(db);
+}
 
 export const migrationProvider: MigrationProvider = {
   async getMigrations() {

@@ -3,6 +3,7 @@ import { DatabaseUnavailableError } from './database-unavailable.js';
 import { prepareByName } from './prepared-statements.js';
 import type { Database } from './schema.js';
 import { toNumber } from './schema.js';
+import { spendDayOf, spendMonthOf, spendSetSql } from './spend.js';
 import type { PlaceHoldInput, SettleInput } from './types.js';
 import { USAGE_COLUMN_TYPES, USAGE_COLUMNS, usageValues } from './usage-row.js';
 
@@ -39,24 +40,31 @@ const PLACE_HOLD = `with charged as (
 )
 select 1 as placed from charged`;
 
-/** Parameters of SETTLE before the usage row's values, which follow in `USAGE_COLUMNS` order. */
+/**
+ * Parameters of SETTLE before the usage row's values, which follow in `USAGE_COLUMNS` order; then the
+ * day and the month of the request's start, for the account's spend counters (src/store/spend.ts).
+ */
 const SETTLE_FIXED_PARAMS = 3;
 const USAGE_PARAMS = USAGE_COLUMNS.map(
   (column, i) => `$${SETTLE_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}`,
 );
+const SETTLE_DAY = `$${SETTLE_FIXED_PARAMS + USAGE_COLUMNS.length + 1}::bigint`;
+const SETTLE_MONTH = `$${SETTLE_FIXED_PARAMS + USAGE_COLUMNS.length + 2}::bigint`;
 
 /**
  * The usual settle — the hold covers the cost — closing the hold, giving back what it held beyond the
- * cost, and writing the usage row, which records the charge (`charged_nano`, migration 0007). $1 hold id,
- * $2 account, $3 cost, then the usage row. The account exists whenever its hold does (foreign key), so
- * `settled` has a row exactly when `hold` has.
+ * cost, adding the cost to the account's spend counters, and writing the usage row, which records the
+ * charge (`charged_nano`, migration 0007). $1 hold id, $2 account, $3 cost, then the usage row, then the
+ * request's day and month. The account exists whenever its hold does (foreign key), so `settled` has a
+ * row exactly when `hold` has.
  */
 const SETTLE = `with hold as (
   delete from holds
    where id = $1::text and account_id = $2::text and amount_nano >= $3::bigint
    returning amount_nano
 ), settled as (
-  update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - $3::bigint
+  update accounts set balance_nano = accounts.balance_nano + hold.amount_nano - $3::bigint,
+         ${spendSetSql('accounts', '$3::bigint', SETTLE_DAY, '$3::bigint', SETTLE_MONTH)}
     from hold
    where accounts.id = $2::text
    returning accounts.balance_nano
@@ -102,6 +110,7 @@ async function settleCoveredAtOnce(
 ): Promise<{ balanceNano: number } | undefined> {
   const values: unknown[] = [input.holdId, input.accountId, input.costNano];
   for (const value of usageValues(input.usage, 0, input.costNano)) values.push(value);
+  values.push(spendDayOf(input.usage.createdAt), spendMonthOf(input.usage.createdAt));
   const { rows } = await db.executeQuery<BalanceRow>(CompiledQuery.raw(SETTLE, values));
   const row = rows[0];
   return row ? { balanceNano: toNumber(row.balance_nano) } : undefined;
@@ -129,7 +138,7 @@ const PLACE_HOLDS = `with charged as (
 select 1 as placed from charged`;
 
 /** SETTLES' parameters before the usage row's columns, which follow as one array each. */
-const SETTLES_FIXED_PARAMS = 3;
+const SETTLES_FIXED_PARAMS = 5;
 const USAGE_ARRAYS = USAGE_COLUMNS.map(
   (column, i) => `$${SETTLES_FIXED_PARAMS + 1 + i}::${USAGE_COLUMN_TYPES[column]}[]`,
 );
@@ -137,22 +146,34 @@ const USAGE_ARRAYS = USAGE_COLUMNS.map(
 /**
  * Several usual settles of one account: each hold that still covers its cost is closed, the account gets
  * back the sum of what those holds held beyond their costs, and each gets its usage row, which records its
- * charge. $1 account, then one array each of hold ids ($2), costs ($3) and the usage rows' columns.
- * Returns one row per settled hold; a hold missing from the answer was not touched.
+ * charge. $1 account, then one array each of hold ids ($2), costs ($3), the requests' days ($4) and months
+ * ($5) and the usage rows' columns. The spend counters get the costs of the group's latest day and month
+ * by the rule of src/store/spend.ts: a group's requests of an earlier day than its latest are of a day
+ * that is over by then. Returns one row per settled hold; a hold missing from the answer was not touched.
  */
 const SETTLES = `with input as (
-  select * from unnest($2::text[], $3::bigint[], ${USAGE_ARRAYS.join(', ')})
-    as t(hold_id, cost, ${USAGE_COLUMNS.join(', ')})
+  select * from unnest($2::text[], $3::bigint[], $4::bigint[], $5::bigint[], ${USAGE_ARRAYS.join(', ')})
+    as t(hold_id, cost, call_day, call_month, ${USAGE_COLUMNS.join(', ')})
 ), hold as (
   delete from holds h using input i
    where h.id = i.hold_id and h.account_id = $1::text and h.amount_nano >= i.cost
    returning h.id, h.amount_nano
 ), closed as (
   select i.*, hold.amount_nano as held from hold join input i on i.hold_id = hold.id
+), latest as (
+  select max(call_day) as day, max(call_month) as month from closed
 ), settled as (
-  update accounts set balance_nano = balance_nano + (select sum(held - cost) from closed)
-   where id = $1::text and exists (select 1 from closed)
-   returning balance_nano
+  update accounts set balance_nano = accounts.balance_nano + (select sum(held - cost) from closed),
+         ${spendSetSql(
+           'accounts',
+           '(select sum(cost) from closed where call_day = latest.day)::bigint',
+           'latest.day',
+           '(select sum(cost) from closed where call_month = latest.month)::bigint',
+           'latest.month',
+         )}
+    from latest
+   where accounts.id = $1::text and exists (select 1 from closed)
+   returning accounts.balance_nano
 ), usage_row as (
   insert into usage (${USAGE_COLUMNS.join(', ')})
   select ${USAGE_COLUMNS.join(', ')} from closed
@@ -312,7 +333,13 @@ export class PostgresGroupWrites {
     const holdIds = new Set(items.map((s) => s.holdId));
     if (items.length === 1 || holdIds.size !== items.length) return this.settleEach(items);
     const usage = items.map((s) => usageValues(s.usage, 0, s.costNano));
-    const values: unknown[] = [accountId, items.map((s) => s.holdId), items.map((s) => s.costNano)];
+    const values: unknown[] = [
+      accountId,
+      items.map((s) => s.holdId),
+      items.map((s) => s.costNano),
+      items.map((s) => spendDayOf(s.usage.createdAt)),
+      items.map((s) => spendMonthOf(s.usage.createdAt)),
+    ];
     for (let c = 0; c < USAGE_COLUMNS.length; c++) values.push(usage.map((row) => row[c] ?? null));
     const result = await unlessRefusedByRow(() =>
       this.db.executeQuery<{ hold_id: string; balance_nano: string | number }>(

@@ -1,3 +1,5 @@
+import type { Generated } from 'kysely';
+
 /**
  * Row types of the database, as Kysely sees them. Money columns are integer nanodollars (BIGINT);
  * times are Unix epoch milliseconds (BIGINT); booleans are 0/1 integers, so the same schema works on
@@ -15,7 +17,18 @@ export interface AccountsTable {
   password_hash: string | null;
   balance_nano: BigIntColumn;
   created_at: BigIntColumn;
+  /** Today's and this month's charges (migration 0008, src/store/spend.ts); 0 on a new account. */
+  spend_day: Generated<BigIntColumn>;
+  spend_day_nano: Generated<BigIntColumn>;
+  spend_month: Generated<BigIntColumn>;
+  spend_month_nano: Generated<BigIntColumn>;
 }
+
+/** An account row as inserted (the spend counters start at their defaults). */
+export type NewAccountRow = Omit<
+  AccountsTable,
+  'spend_day' | 'spend_day_nano' | 'spend_month' | 'spend_month_nano'
+>;
 
 export interface ApiKeysTable {
   id: string;

@@ -1,5 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import { refusedHold, toNumber } from './schema.js';
+import { addSpend, type SpendCounters } from './spend.js';
 import type {
   KeyAuthRecord,
   PlaceHoldInput,
@@ -41,12 +42,18 @@ interface Balances {
   add(accountId: string, amountNano: number): number;
   /** Throws for no such account. */
   get(accountId: string): number;
-  set(accountId: string, balanceNano: number): void;
+  /** The balance and spend counters, to change and hand to `update`. Throws for no such account. */
+  figures(accountId: string): Figures;
+  update(accountId: string, figures: Figures): void;
+}
+
+/** An account's balance and spend counters (src/store/spend.ts). */
+interface Figures extends SpendCounters {
+  balanceNano: number;
 }
 
 /** An account's row as the open transaction has it (`FiguresInTransaction`). */
-interface AccountFigures {
-  balanceNano: number;
+interface AccountFigures extends Figures {
   status: string;
   changed: boolean;
 }
@@ -244,19 +251,15 @@ export class SqliteHotPath {
   private settleInTx(input: SettleInput): SettleResult {
     const held = this.closeHold(input.holdId, input.accountId, input.holdAmountNano);
     const balances = this.balances(input.accountId);
-    // Charge from the hold first, then from the balance as far as it goes; never below zero.
-    let chargedNano: number;
-    let next: number;
-    if (input.costNano <= held) {
-      // The usual case: the hold covers the cost; the rest of it goes back to the balance.
-      chargedNano = input.costNano;
-      next = balances.add(input.accountId, held - input.costNano);
-    } else {
-      const available = balances.get(input.accountId) + held;
-      chargedNano = Math.min(input.costNano, available);
-      next = available - chargedNano;
-      balances.set(input.accountId, next);
-    }
+    const account = balances.figures(input.accountId);
+    // Charge from the hold first, then from the balance as far as it goes; never below zero. (When the
+    // hold covers the cost, the usual case, the rest of it goes back to the balance.)
+    const available = account.balanceNano + held;
+    const chargedNano = Math.min(input.costNano, available);
+    const next = available - chargedNano;
+    account.balanceNano = next;
+    addSpend(account, chargedNano, input.usage.createdAt);
+    balances.update(input.accountId, account);
     const shortfallNano = input.costNano - chargedNano;
     // The usage row is the charge's record (migration 0007).
     if (isPlainAnswer(input.usage, shortfallNano)) {
@@ -308,8 +311,21 @@ class DirectBalances implements Balances {
     return toNumber(balance);
   }
 
-  set(accountId: string, balanceNano: number): void {
-    this.stmt.setBalance.run(balanceNano, accountId);
+  figures(accountId: string): Figures {
+    const row = this.stmt.accountFigures.get(accountId) as FiguresRow | undefined;
+    if (row === undefined) throw new Error(`no account ${accountId}`);
+    return figuresOf(row);
+  }
+
+  update(accountId: string, figures: Figures): void {
+    this.stmt.setFigures.run(
+      figures.balanceNano,
+      figures.spendDay,
+      figures.spendDayNano,
+      figures.spendMonth,
+      figures.spendMonthNano,
+      accountId,
+    );
   }
 }
 
@@ -320,7 +336,7 @@ class DirectBalances implements Balances {
  */
 class FiguresInTransaction implements Balances {
   /** null: no such account. */
-  private readonly figures = new Map<string, AccountFigures | null>();
+  private readonly accounts = new Map<string, AccountFigures | null>();
 
   constructor(private readonly stmt: Statements) {}
 
@@ -349,30 +365,40 @@ class FiguresInTransaction implements Balances {
     return this.existing(accountId).balanceNano;
   }
 
-  set(accountId: string, balanceNano: number): void {
-    const account = this.existing(accountId);
-    if (balanceNano !== account.balanceNano) {
-      account.balanceNano = balanceNano;
-      account.changed = true;
-    }
+  /** The figures themselves: a settle changes them in place. */
+  figures(accountId: string): Figures {
+    return this.existing(accountId);
+  }
+
+  update(accountId: string, _figures: Figures): void {
+    this.existing(accountId).changed = true;
   }
 
   write(): void {
-    for (const [accountId, account] of this.figures) {
-      if (account?.changed) this.stmt.setBalance.run(account.balanceNano, accountId);
+    for (const [accountId, account] of this.accounts) {
+      if (account?.changed) {
+        this.stmt.setFigures.run(
+          account.balanceNano,
+          account.spendDay,
+          account.spendDayNano,
+          account.spendMonth,
+          account.spendMonthNano,
+          accountId,
+        );
+      }
     }
   }
 
   forget(): void {
-    this.figures.clear();
+    this.accounts.clear();
   }
 
   private read(accountId: string): AccountFigures | null {
-    let account = this.figures.get(accountId);
+    let account = this.accounts.get(accountId);
     if (account === undefined) {
-      const row = this.stmt.accountState.get(accountId) as AccountRow | undefined;
-      account = row ? { balanceNano: toNumber(row.balance_nano), status: row.status, changed: false } : null;
-      this.figures.set(accountId, account);
+      const row = this.stmt.accountFigures.get(accountId) as FiguresRow | undefined;
+      account = row ? { ...figuresOf(row), status: row.status, changed: false } : null;
+      this.accounts.set(accountId, account);
     }
     return account;
   }
@@ -385,6 +411,22 @@ class FiguresInTransaction implements Balances {
 }
 
 type AccountRow = { balance_nano: number; status: string };
+type FiguresRow = AccountRow & {
+  spend_day: number;
+  spend_day_nano: number;
+  spend_month: number;
+  spend_month_nano: number;
+};
+
+function figuresOf(row: FiguresRow): Figures {
+  return {
+    balanceNano: toNumber(row.balance_nano),
+    spendDay: toNumber(row.spend_day),
+    spendDayNano: toNumber(row.spend_day_nano),
+    spendMonth: toNumber(row.spend_month),
+    spendMonthNano: toNumber(row.spend_month_nano),
+  };
+}
 
 const PLACED: PlaceHoldResult = Object.freeze({ ok: true });
 
@@ -408,13 +450,21 @@ function prepareAll(db: SQLite.Database) {
         where id = ? and status = 'active' and balance_nano >= ?`,
     ),
     accountState: db.prepare('select balance_nano, status from accounts where id = ?'),
+    accountFigures: db.prepare(
+      `select balance_nano, status, spend_day, spend_day_nano, spend_month, spend_month_nano
+         from accounts where id = ?`,
+    ),
     insertHold: db.prepare(
       `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
        values (?, ?, ?, ?, ?, ?, ?)`,
     ),
     closeHold: db.prepare('delete from holds where id = ? and account_id = ? and amount_nano = ?'),
     balance: db.prepare('select balance_nano from accounts where id = ?').pluck(),
-    setBalance: db.prepare('update accounts set balance_nano = ? where id = ?'),
+    setFigures: db.prepare(
+      `update accounts set balance_nano = ?, spend_day = ?, spend_day_nano = ?, spend_month = ?,
+                           spend_month_nano = ?
+        where id = ?`,
+    ),
     addBalance: db.prepare('update accounts set balance_nano = balance_nano + ? where id = ?'),
     insertUsage: db.prepare(
       `insert into usage (${USAGE_COLUMNS.join(', ')}) values (${USAGE_COLUMNS.map(() => '?').join(', ')})`,

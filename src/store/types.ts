@@ -239,8 +239,16 @@ export interface Store {
   openHoldsTotal(): Promise<{ count: number; amountNano: number }>;
   /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
   ledgerCheck(): Promise<LedgerReport>;
-  /** Sum of the charges of an account at or after each of the given times (one figure per time). */
+  /**
+   * Sum of the charges of an account's requests started at or after each of the given times (one figure
+   * per time), from its usage rows: exact for any time, and as slow as the rows are many (audits, tests).
+   */
   chargesSince(accountId: string, since: readonly number[]): Promise<number[]>;
+  /**
+   * The charges of an account's requests started today and this month (UTC) at `now`, from the counters
+   * every settle keeps on its row (src/store/spend.ts): one row read however many requests it made.
+   */
+  spendOf(accountId: string, now: number): Promise<{ todayNano: number; monthNano: number }>;
   /** One API key of an account, revoked or not. */
   getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined>;
   /** Claims an idempotency key for a request (see `BeginIdempotentResult`). */

@@ -55,6 +55,15 @@ async function withOlderDatabase(
   }
 }
 
+/** The start of `now`'s UTC day and month. */
+function startsOf(now: number): { dayStart: number; monthStart: number } {
+  const date = new Date(now);
+  return {
+    dayStart: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), date.getUTCDate()),
+    monthStart: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1),
+  };
+}
+
 /** What a settle or a release names of the hold it closes. */
 const closing = (accountId: string, holdId: string, holdAmountNano: number) => ({
   holdId,
@@ -152,6 +161,85 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect(await db.query('select charged_nano, shortfall_nano from usage')).toEqual([
       { charged_nano: 1000, shortfall_nano: 500 },
     ]);
+    expect((await store.ledgerCheck()).ok).toBe(true);
+  });
+
+  it('spend today and this month: each settle adds its charge to the day and month its request started, as the usage rows sum them', async () => {
+    const id = await fundedAccount(store, 10_000_000);
+    const now = Date.now();
+    const { dayStart, monthStart } = startsOf(now);
+    const yesterday = dayStart - 3_600_000;
+    const lastMonth = monthStart - 3_600_000;
+    const settleAt = async (holdId: string, costNano: number, createdAt: number) => {
+      expect((await store.placeHold(hold(id, holdId, 5_000))).ok).toBe(true);
+      return store.settle({
+        ...closing(id, holdId, 5_000),
+        costNano,
+        usage: usageRow(id, `req-${holdId}`, { createdAt }),
+      });
+    };
+    const expectSpend = async (todayNano: number, monthNano: number) => {
+      expect(await store.spendOf(id, now)).toEqual({ todayNano, monthNano });
+      // The counters agree with the sums of the usage rows.
+      expect(await store.chargesSince(id, [dayStart, monthStart])).toEqual([todayNano, monthNano]);
+    };
+    const sameMonth = (t: number) => t >= monthStart;
+
+    await expectSpend(0, 0);
+    await settleAt('h1', 100, now);
+    await expectSpend(100, 100);
+    // Started yesterday, settled after today's: not today's (and this month's unless today is the 1st).
+    await settleAt('h2', 20, yesterday);
+    await expectSpend(100, 100 + (sameMonth(yesterday) ? 20 : 0));
+    await settleAt('h3', 3, lastMonth);
+    await expectSpend(100, 100 + (sameMonth(yesterday) ? 20 : 0));
+
+    // Settled together: one group (SQLite's figures kept for the transaction, PostgreSQL's group
+    // statement), with a request of yesterday among them.
+    await Promise.all(['g1', 'g2', 'g3', 'g4'].map((h) => store.placeHold(hold(id, h, 5_000))));
+    await Promise.all([
+      store.settle({
+        ...closing(id, 'g1', 5_000),
+        costNano: 1_000,
+        usage: usageRow(id, 'req-g1', { createdAt: now }),
+      }),
+      store.settle({
+        ...closing(id, 'g2', 5_000),
+        costNano: 400,
+        usage: usageRow(id, 'req-g2', { createdAt: yesterday }),
+      }),
+      store.settle({
+        ...closing(id, 'g3', 5_000),
+        costNano: 3_000,
+        usage: usageRow(id, 'req-g3', { createdAt: now + 1 }),
+      }),
+      store.settle({
+        ...closing(id, 'g4', 5_000),
+        costNano: 0,
+        usage: usageRow(id, 'req-g4', { createdAt: now }),
+      }),
+    ]);
+    const today = 100 + 1_000 + 3_000;
+    const month = today + (sameMonth(yesterday) ? 20 + 400 : 0);
+    await expectSpend(today, month);
+
+    // A cost beyond the hold and the balance: what was charged counts, not the cost.
+    const poor = await fundedAccount(store, 700);
+    expect((await store.placeHold(hold(poor, 'p1', 500))).ok).toBe(true);
+    const short = await store.settle({
+      ...closing(poor, 'p1', 500),
+      costNano: 900,
+      usage: usageRow(poor, 'req-p1', { createdAt: now }),
+    });
+    expect(short).toMatchObject({ chargedNano: 700, shortfallNano: 200 });
+    expect(await store.spendOf(poor, now)).toEqual({ todayNano: 700, monthNano: 700 });
+
+    // Read on a later day and in a later month, the counters are of days and months that are over.
+    expect(await store.spendOf(id, dayStart + 86_400_000 + 1)).toEqual({
+      todayNano: 0,
+      monthNano: sameMonth(dayStart + 86_400_000 + 1) ? month : 0,
+    });
+    expect(await store.spendOf(id, now + 40 * 86_400_000)).toEqual({ todayNano: 0, monthNano: 0 });
     expect((await store.ledgerCheck()).ok).toBe(true);
   });
 
@@ -362,6 +450,40 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
       expect((await older.ledgerCheck()).problems).toEqual([
         expect.objectContaining({ accountId: id, reason: 'duplicate_charge', discrepancyNano: 0 }),
       ]);
+    });
+  });
+
+  it('migration 0008 fills the spend counters from the usage rows and the charge rows of an older database', async () => {
+    await withOlderDatabase('0007_charge_on_usage_row', async (older, olderDb) => {
+      const id = await fundedAccount(older, 1_000_000);
+      const other = await fundedAccount(older, 1_000_000);
+      const now = Date.now();
+      const { dayStart, monthStart } = startsOf(now);
+      const usage = (requestId: string, account: string, charged: number | null, createdAt: number) =>
+        olderDb.query(
+          `insert into usage (request_id, account_id, key_id, provider, model, prompt_tokens, completion_tokens,
+                              usage_estimated, input_cost_nano, output_cost_nano, shortfall_nano, status,
+                              error_code, http_status, duration_ms, client_gone, created_at, charged_nano)
+           values (?, ?, 'key_x', 'prov-deepseek', 'm', 10, 5, 0, 0, 0, 0, 'ok', null, 200, 1, 0, ?, ?)`,
+          [requestId, account, createdAt, charged],
+        );
+      await usage('r-today', id, 500, now);
+      await usage('r-month', id, 60, monthStart);
+      await usage('r-before', id, 7, monthStart - 1);
+      await usage('r-failed', id, null, now);
+      await usage('r-other', other, 9, now);
+      await olderDb.query(
+        `insert into ledger (id, account_id, kind, amount_nano, request_id, note, created_at)
+         values ('led_old', ?, 'charge', 4000, 'r-legacy', null, ?)`,
+        [id, now],
+      );
+      await olderDb.query('update accounts set balance_nano = balance_nano - 4000 where id = ?', [id]);
+
+      await older.migrate();
+      const today = 500 + 4000 + (monthStart >= dayStart ? 60 : 0);
+      expect(await older.spendOf(id, now)).toEqual({ todayNano: today, monthNano: 500 + 60 + 4000 });
+      expect(await older.chargesSince(id, [dayStart, monthStart])).toEqual([today, 500 + 60 + 4000]);
+      expect(await older.spendOf(other, now)).toEqual({ todayNano: 9, monthNano: 9 });
     });
   });
 
