@@ -20,8 +20,8 @@ const SQLITE_ONLY = [
   'test/resilience/{crash,sigterm,overload}.test.ts',
   // SQLite's query plans of the dashboard's usage queries; the CLI on its default store.
   'test/dashboard/{usage-indexes,cli-accounts}.test.ts',
-  // Group commit and the background WAL checkpointer of the SQLite engine.
-  'test/store/sqlite-engine.test.ts',
+  // Group commit, the background WAL checkpointer and the reports' reader thread of the SQLite engine.
+  'test/store/{sqlite-engine,sqlite-reader}.test.ts',
 ];
 
 const postgresUrl = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

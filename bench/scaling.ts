@@ -17,6 +17,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Kysely } from 'kysely';
+import { hashPassword } from '../src/auth/passwords.js';
 import { openStore } from '../src/store/index.js';
 import type { KyselyStore } from '../src/store/kysely-store.js';
 import { fillSpendCounters } from '../src/store/migrations.js';
@@ -344,9 +345,87 @@ interface SpendRow {
   answered?: { today: number; month: number } | undefined;
   /** The spend the answer gave equals those sums. */
   spendMatches: boolean;
+  /** The dashboard's usage chart of 30 days for the account, back to back: median ms per chart. */
+  chartMs?: number;
+  /** Chat completions one at a time, alone and while the charts run: median and slowest, ms. */
+  apiAlone: Latency;
+  apiDuringCharts?: Latency;
+}
+
+interface Latency {
+  p50Ms?: number;
+  maxMs?: number;
 }
 
 const KEY_CALLS = 50;
+const API_CALLS = 40;
+const BENCH_PASSWORD = 'bench-password-of-the-account';
+
+/** Sends one request and times it, ms. Throws unless it is answered 200. */
+async function timed(send: () => Promise<Response>): Promise<number> {
+  const started = performance.now();
+  const response = await send();
+  await response.arrayBuffer();
+  if (response.status !== 200) throw new Error(`${response.url} answered ${response.status}`);
+  return performance.now() - started;
+}
+
+/** Requests one at a time, at least `n` and until `more` says enough: median and slowest latency. */
+async function sequential(n: number, send: () => Promise<Response>, more = () => false): Promise<Latency> {
+  const times: number[] = [];
+  while (times.length < n || more()) times.push(await timed(send));
+  const p50Ms = median(times);
+  return { ...(p50Ms === undefined ? {} : { p50Ms }), maxMs: Math.max(...times) };
+}
+
+/** Logs in to the dashboard as the account; the session cookie. */
+async function dashboardLogin(base: string, email: string): Promise<string> {
+  const response = await fetch(`${base}/dashboard/api/auth/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ email, password: BENCH_PASSWORD }),
+  });
+  const cookie = response.headers.get('set-cookie')?.split(';')[0];
+  if (response.status !== 200 || !cookie) throw new Error(`dashboard login answered ${response.status}`);
+  return cookie;
+}
+
+/**
+ * Chat completions one at a time while the account's 30-day usage chart is asked for back to back, as a
+ * user with the dashboard open would — at least {@link API_CALLS} of them, and until three charts were
+ * drawn — and the chart's own time (median).
+ */
+async function apiDuringCharts(
+  target: RunningTarget,
+  email: string,
+): Promise<{ chartMs?: number; latency: Latency }> {
+  const base = new URL(target.request.url).origin;
+  const cookie = await dashboardLogin(base, email);
+  const chart = () => fetch(`${base}/dashboard/api/usage/daily?days=30`, { headers: { cookie } });
+  await timed(chart);
+  const charts: number[] = [];
+  let stop = false;
+  const loop = (async () => {
+    while (!stop) charts.push(await timed(chart));
+  })();
+  try {
+    const latency = await sequential(
+      API_CALLS,
+      () => sendChat(target),
+      () => charts.length < 3,
+    );
+    const chartMs = median(charts);
+    return { ...(chartMs === undefined ? {} : { chartMs }), latency };
+  } finally {
+    stop = true;
+    await loop;
+  }
+}
+
+function sendChat(target: RunningTarget): Promise<Response> {
+  const { url, method, headers, body } = target.request;
+  return fetch(url, { method, headers, body });
+}
 
 async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
   const rows: SpendRow[] = [];
@@ -363,13 +442,22 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
         seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
       }
       const account = bulk.accounts[0] as (typeof bulk.accounts)[0];
-      // Bulk rows bypass the settles that keep the counters: fill them as migration 0008 does.
+      // Bulk rows bypass the settles that keep the counters: fill them as migration 0008 does. And a
+      // password, for the dashboard's login.
       const store = await openStore(url);
       const now = Date.now();
       const { dayStart, monthStart } = spendStarts(now);
       const since = [dayStart, monthStart];
+      let email: string;
       try {
-        await fillSpendCounters((store as KyselyStore).kysely as unknown as Kysely<unknown>, now);
+        const kysely = (store as KyselyStore).kysely;
+        await fillSpendCounters(kysely as unknown as Kysely<unknown>, now);
+        await kysely
+          .updateTable('accounts')
+          .set({ password_hash: await hashPassword(BENCH_PASSWORD) })
+          .where('id', '=', account.id)
+          .execute();
+        email = (await store.getAccount(account.id))?.email ?? '';
       } finally {
         await store.close();
       }
@@ -390,7 +478,8 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
           spend = body.spend;
         }
         times.sort((a, b) => a - b);
-        // The sums from the rows, read after the calls: the target's probe was a charged request too.
+        // The sums from the rows, read after the calls to GET /key (the target's probe was a charged request
+        // too) and before the chat completions below.
         const reader = await openStore(url);
         let expected: number[];
         let sumRowsMs: number;
@@ -401,6 +490,11 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
         } finally {
           await reader.close();
         }
+        log(
+          `one account, ${count.toLocaleString('en-US')} requests: chat completions with the dashboard open`,
+        );
+        const apiAlone = await sequential(API_CALLS, () => sendChat(target));
+        const during = count > 0 ? await apiDuringCharts(target, email) : undefined;
         const dbMb = dbSizeMb(file);
         const keyP50Ms = median(times);
         const keyMaxMs = times[times.length - 1];
@@ -417,6 +511,9 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
             spend !== undefined &&
             Math.round(spend.today * 1e9) === expected[0] &&
             Math.round(spend.month * 1e9) === expected[1],
+          ...(during?.chartMs === undefined ? {} : { chartMs: during.chartMs }),
+          apiAlone,
+          ...(during ? { apiDuringCharts: during.latency } : {}),
         });
       } finally {
         await target.stop().catch(() => undefined);
@@ -521,6 +618,9 @@ async function main(): Promise<void> {
           'max ms',
           'summing its rows ms',
           'spend right',
+          'chart ms',
+          'API p50/max ms',
+          'during charts',
         ],
         spend.map((r) => [
           r.rows.toLocaleString('en-US'),
@@ -530,11 +630,16 @@ async function main(): Promise<void> {
           fmt(r.keyMaxMs, 2),
           fmt(r.sumRowsMs, 1),
           r.spendMatches ? 'yes' : 'NO',
+          fmt(r.chartMs),
+          `${fmt(r.apiAlone.p50Ms, 1)} / ${fmt(r.apiAlone.maxMs, 1)}`,
+          r.apiDuringCharts ? `${fmt(r.apiDuringCharts.p50Ms, 1)} / ${fmt(r.apiDuringCharts.maxMs, 1)}` : '—',
         ]),
       )}\n` +
         `GET /key: ${KEY_CALLS} calls one at a time after 5, through HTTP · summing its rows: the store adding up ` +
         "the account's charges of today and of this month from its usage rows, in this process (GET /key summed " +
-        'them per call before the spend counters, reading every row of the month into JavaScript)\n\n',
+        'them per call before the spend counters, reading every row of the month into JavaScript) · chart: the ' +
+        "dashboard's usage chart of 30 days for that account, asked for back to back · API: " +
+        `${API_CALLS} chat completions one at a time, alone and while the charts run\n\n`,
     );
   }
   process.stdout.write(

@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import type { ExpressionBuilder, Kysely } from 'kysely';
+import type { CompiledQuery, ExpressionBuilder, Kysely } from 'kysely';
 import { KyselyStore } from './kysely-store.js';
 import { type AccountsTable, type Database, type NewAccountRow, toNumber, toNumberOrNull } from './schema.js';
+import type { SqliteReader } from './sqlite-reader.js';
 import type { Account, AccountRole, AccountStatus, Store, UsageStatus } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -162,7 +163,18 @@ export class DashboardStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: () => number = Date.now,
+    /** SQLite on a file: where the reports run, off the event loop (`sqlite-reader.ts`). */
+    private readonly reader?: SqliteReader,
   ) {}
+
+  /**
+   * The rows of a report: a query that may read many rows (an account's usage, every account). On SQLite
+   * it runs on the reader thread, so the event loop serves API calls meanwhile; on PostgreSQL the server
+   * runs it anyway.
+   */
+  private report<O>(query: { compile(): CompiledQuery<O>; execute(): Promise<O[]> }): Promise<O[]> {
+    return this.reader ? this.reader.all(query.compile()) : query.execute();
+  }
 
   // ── sessions ─────────────────────────────────────────────────────────────
 
@@ -364,7 +376,8 @@ export class DashboardStore {
       .select(['id', 'email', 'role', 'status', 'balance_nano', 'created_at']);
     if (options.afterEmail !== undefined) query = query.where('email', '>', options.afterEmail);
     if (options.search) query = query.where('email', 'like', `%${escapeLike(options.search)}%`);
-    const rows = await query.orderBy('email', 'asc').limit(options.limit).execute();
+    // A search reads every account whose email sorts after the cursor until the page fills.
+    const rows = await this.report(query.orderBy('email', 'asc').limit(options.limit));
     return rows.map(toAccount);
   }
 
@@ -379,18 +392,19 @@ export class DashboardStore {
       .orderBy('created_at', 'asc')
       .orderBy('id', 'asc')
       .execute();
-    const spend = await this.db
-      .selectFrom('usage')
-      .select((eb) => [
-        'key_id',
-        eb.fn.countAll<string | number>().as('requests'),
-        eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
-        eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
-        eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
-      ])
-      .where('account_id', '=', accountId)
-      .groupBy('key_id')
-      .execute();
+    const spend = await this.report(
+      this.db
+        .selectFrom('usage')
+        .select((eb) => [
+          'key_id',
+          eb.fn.countAll<string | number>().as('requests'),
+          eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
+          eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
+          eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
+        ])
+        .where('account_id', '=', accountId)
+        .groupBy('key_id'),
+    );
     const byKey = new Map(spend.map((s) => [s.key_id, s]));
     return keys.map((k) => {
       const s = byKey.get(k.id);
@@ -467,11 +481,10 @@ export class DashboardStore {
           ]),
         );
     }
-    const rows = await query
-      .orderBy('usage.created_at', 'desc')
-      .orderBy('usage.request_id', 'desc')
-      .limit(options.limit)
-      .execute();
+    // A filter no index serves (status) reads the account's rows until the page fills.
+    const rows = await this.report(
+      query.orderBy('usage.created_at', 'desc').orderBy('usage.request_id', 'desc').limit(options.limit),
+    );
     return rows.map((r) => ({
       requestId: r.request_id,
       createdAt: toNumber(r.created_at),
@@ -519,7 +532,7 @@ export class DashboardStore {
       .where('created_at', '>=', range.from)
       .where('created_at', '<', range.to);
     if (keyId !== undefined) query = query.where('key_id', '=', keyId);
-    const rows = await query.groupBy((eb) => [day(eb), 'provider']).execute();
+    const rows = await this.report(query.groupBy((eb) => [day(eb), 'provider']));
     return rows
       .map((r) => ({
         day: Math.floor(Number(r.day)),
@@ -534,13 +547,14 @@ export class DashboardStore {
 
   /** Requests and failed requests per provider since a time, over every account. */
   async providerTraffic(since: number): Promise<ProviderTraffic[]> {
-    const rows = await this.db
-      .selectFrom('usage')
-      .select((eb) => ['provider', 'status', eb.fn.countAll<string | number>().as('n')])
-      .where('created_at', '>=', since)
-      .where('provider', 'is not', null)
-      .groupBy(['provider', 'status'])
-      .execute();
+    const rows = await this.report(
+      this.db
+        .selectFrom('usage')
+        .select((eb) => ['provider', 'status', eb.fn.countAll<string | number>().as('n')])
+        .where('created_at', '>=', since)
+        .where('provider', 'is not', null)
+        .groupBy(['provider', 'status']),
+    );
     const out = new Map<string, ProviderTraffic>();
     for (const r of rows) {
       if (r.provider === null) continue;
@@ -669,5 +683,5 @@ function escapeLike(term: string): string {
 /** The dashboard repository over the same database as `store`. */
 export function dashboardStoreFor(store: Store, now: () => number = Date.now): DashboardStore {
   if (!(store instanceof KyselyStore)) throw new Error('the dashboard needs the Kysely store');
-  return new DashboardStore(store.kysely, now);
+  return new DashboardStore(store.kysely, now, store.reader);
 }

@@ -3,6 +3,7 @@ import { KyselyStore } from './kysely-store.js';
 import type { PostgresOptions } from './open-postgres.js';
 import { openSqlite } from './open-sqlite.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
+import { SqliteReader } from './sqlite-reader.js';
 import type { Store } from './types.js';
 
 export { DatabaseUnavailableError } from './database-unavailable.js';
@@ -51,15 +52,16 @@ export async function openStore(
   options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
 ): Promise<Store> {
   if (url.startsWith('sqlite:')) {
-    const { db, sqlite, file } = openSqlite(url, {
-      synchronous: options.sqliteSynchronous,
-      cacheMb: options.sqliteCacheMb ?? DEFAULT_SQLITE_CACHE_MB,
-    });
+    const cacheMb = options.sqliteCacheMb ?? DEFAULT_SQLITE_CACHE_MB;
+    const { db, sqlite, file } = openSqlite(url, { synchronous: options.sqliteSynchronous, cacheMb });
+    const onDisk = file !== ':memory:';
     const checkpointer =
-      options.sqliteBackgroundCheckpoint && file !== ':memory:'
+      options.sqliteBackgroundCheckpoint && onDisk
         ? new SqliteCheckpointer(sqlite, file, options.sqliteBackgroundCheckpoint.onFailure)
         : undefined;
-    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite, checkpointer);
+    // Started by the first report only: a CLI command or a server without dashboard traffic runs none.
+    const reader = onDisk ? new SqliteReader(file, { cacheMb }) : undefined;
+    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite, checkpointer, reader);
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pgOptions: PostgresOptions = {

@@ -24,6 +24,7 @@ import {
 } from './spend.js';
 import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
+import type { SqliteReader } from './sqlite-reader.js';
 import type {
   Account,
   AccountRole,
@@ -137,6 +138,8 @@ export class KyselyStore implements Store {
     private readonly sqlite?: SQLite.Database,
     /** SQLite: the background WAL checkpointer of a serving process, stopped before the connection closes. */
     private readonly checkpointer?: SqliteCheckpointer,
+    /** SQLite on a file: the thread the dashboard's reports run on (`sqlite-reader.ts`). */
+    readonly reader?: SqliteReader,
   ) {}
 
   private hotPath?: SqliteHotPath;
@@ -199,6 +202,7 @@ export class KyselyStore implements Store {
 
   async close(): Promise<void> {
     this.hotPath?.drain();
+    await this.reader?.close();
     await this.checkpointer?.stop();
     await this.db.destroy();
   }
