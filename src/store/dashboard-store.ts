@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { CompiledQuery, ExpressionBuilder, Kysely } from 'kysely';
 import { KyselyStore } from './kysely-store.js';
 import { type AccountsTable, type Database, type NewAccountRow, toNumber, toNumberOrNull } from './schema.js';
-import type { SqliteReader } from './sqlite-reader.js';
+import { type SqliteReader, SqliteReaderError } from './sqlite-reader.js';
 import type { Account, AccountRole, AccountStatus, Store, UsageStatus } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -169,11 +169,17 @@ export class DashboardStore {
 
   /**
    * The rows of a report: a query that may read many rows (an account's usage, every account). On SQLite
-   * it runs on the reader thread, so the event loop serves API calls meanwhile; on PostgreSQL the server
-   * runs it anyway.
+   * it runs on the reader thread, so the event loop serves API calls meanwhile — or, should that thread
+   * be unavailable, on the serving connection as before; on PostgreSQL the server runs it anyway.
    */
-  private report<O>(query: { compile(): CompiledQuery<O>; execute(): Promise<O[]> }): Promise<O[]> {
-    return this.reader ? this.reader.all(query.compile()) : query.execute();
+  private async report<O>(query: { compile(): CompiledQuery<O>; execute(): Promise<O[]> }): Promise<O[]> {
+    if (!this.reader) return query.execute();
+    try {
+      return await this.reader.all(query.compile());
+    } catch (error) {
+      if (error instanceof SqliteReaderError && error.unavailable) return query.execute();
+      throw error;
+    }
   }
 
   // ── sessions ─────────────────────────────────────────────────────────────

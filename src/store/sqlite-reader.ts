@@ -45,11 +45,15 @@ interface Reply {
   error?: { message: string; code?: string };
 }
 
-/** An error of a query the reader thread ran, with SQLite's code when there was one. */
+/**
+ * An error of a query sent to the reader thread: SQLite's, with its code, or `unavailable` when the thread
+ * could not run it (it failed to start or died), so the caller may run the query elsewhere.
+ */
 export class SqliteReaderError extends Error {
   constructor(
     message: string,
     readonly code?: string,
+    readonly unavailable = false,
   ) {
     super(message);
     this.name = 'SqliteReaderError';
@@ -66,7 +70,8 @@ export class SqliteReaderError extends Error {
  *
  * The thread starts with the first query and ends after {@link DEFAULT_IDLE_MS} without one, so a server
  * whose dashboard is not in use pays nothing for it (a thread costs ~10 MB). Queries run one at a time, in
- * the order sent. If the thread dies, the queries waiting on it fail and the next one starts a new thread.
+ * the order sent. If the thread fails to start or dies, the queries waiting on it fail as `unavailable`
+ * (the dashboard then runs them on the serving connection) and the next one starts a new thread.
  */
 export class SqliteReader {
   private worker: Worker | undefined;
@@ -118,13 +123,15 @@ export class SqliteReader {
     this.started += 1;
     worker.unref();
     worker.on('message', (reply: Reply) => this.answer(reply));
-    const fail = (error: Error) => {
+    const fail = (message: string) => {
       if (this.worker !== worker) return;
       this.worker = undefined;
-      this.failAll(error);
+      this.failAll(new SqliteReaderError(message, undefined, true));
     };
-    worker.once('error', (err) => fail(err instanceof Error ? err : new Error(String(err))));
-    worker.once('exit', (code) => fail(new SqliteReaderError(`the reader thread exited with code ${code}`)));
+    worker.once('error', (err) =>
+      fail(`the reader thread failed: ${err instanceof Error ? err.message : err}`),
+    );
+    worker.once('exit', (code) => fail(`the reader thread exited with code ${code}`));
     this.worker = worker;
     return worker;
   }

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DashboardStore } from '../../src/store/dashboard-store.js';
+import { openStore } from '../../src/store/index.js';
+import type { KyselyStore } from '../../src/store/kysely-store.js';
 import { SqliteReader, SqliteReaderError } from '../../src/store/sqlite-reader.js';
 
 let dir: string;
@@ -124,6 +127,52 @@ describe('the reader thread of the dashboard reports', () => {
     await new Promise((resolve) => setTimeout(resolve, 250));
     expect(await r.all(count(4))).toEqual([{ n: 4, s: 10 }]);
     expect(r.started).toBe(2);
+  });
+
+  it('a thread that cannot start fails its queries as unavailable, and the next query tries again', async () => {
+    const broken = new SqliteReader(file, { cacheMb: 2, driver: join(dir, 'no-such-driver.js') });
+    readers.push(broken);
+    for (let i = 0; i < 2; i++) {
+      await expect(broken.all(count(3))).rejects.toMatchObject({
+        name: 'SqliteReaderError',
+        unavailable: true,
+        message: expect.stringMatching(/reader thread/),
+      });
+    }
+    expect(broken.started).toBe(2);
+    // A query SQLite refuses is not the thread being unavailable.
+    await expect(reader().all(CompiledQuery.raw('select nope', []))).rejects.toMatchObject({
+      unavailable: false,
+    });
+  });
+
+  it('the dashboard runs its reports on the serving connection while the thread is unavailable', async () => {
+    const storeDir = mkdtempSync(join(tmpdir(), 'tollgate-reader-store-'));
+    const store = (await openStore(`sqlite:${join(storeDir, 'db.sqlite')}`)) as KyselyStore;
+    try {
+      await store.migrate();
+      const created = await store.createAccount({ email: 'reader@x.test', role: 'user', passwordHash: null });
+      expect(created.ok).toBe(true);
+      const broken = new SqliteReader(join(storeDir, 'db.sqlite'), {
+        cacheMb: 2,
+        driver: join(storeDir, 'no-such-driver.js'),
+      });
+      readers.push(broken);
+      const dashboard = new DashboardStore(store.kysely, Date.now, broken);
+      expect((await dashboard.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
+        'reader@x.test',
+      ]);
+      expect(broken.started).toBe(1);
+      // And through a working thread, the same answer.
+      const working = new DashboardStore(store.kysely, Date.now, store.reader);
+      expect((await working.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
+        'reader@x.test',
+      ]);
+      expect(store.reader?.started).toBe(1);
+    } finally {
+      await store.close();
+      rmSync(storeDir, { recursive: true, force: true });
+    }
   });
 
   it('close fails the queries still waiting, and any sent after it', async () => {
