@@ -21,6 +21,7 @@ import {
   spendAt,
   spendColumns,
   spendCountersOf,
+  spendStarts,
 } from './spend.js';
 import type { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteHotPath } from './sqlite-hot-path.js';
@@ -578,8 +579,13 @@ export class KyselyStore implements Store {
       this.dialect === 'postgres'
         ? this.db.transaction().setIsolationLevel('repeatable read')
         : this.db.transaction();
+    const now = this.now();
+    const { dayStart, monthStart } = spendStarts(now);
     return transaction.execute(async (trx) => {
-      const accounts = await trx.selectFrom('accounts').select(['id', 'email', 'balance_nano']).execute();
+      const accounts = await trx
+        .selectFrom('accounts')
+        .select(['id', 'email', 'balance_nano', ...SPEND_COLUMNS])
+        .execute();
       const ledger = await trx
         .selectFrom('ledger')
         .select(['account_id', 'kind', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
@@ -613,6 +619,23 @@ export class KyselyStore implements Store {
         .where('ledger.kind', '=', 'charge')
         .where('usage.charged_nano', '>', 0)
         .execute();
+      // The spend counters against the charges of the requests started today and this month.
+      const spendOfMonth = (table: 'usage' | 'ledger', amount: 'charged_nano' | 'amount_nano') =>
+        trx
+          .selectFrom(table)
+          .select([
+            'account_id',
+            sql<
+              string | number | null
+            >`sum(case when created_at >= ${dayStart} then ${sql.ref(amount)} else 0 end)`.as('today'),
+            sql<string | number | null>`sum(${sql.ref(amount)})`.as('month'),
+          ])
+          .where('created_at', '>=', monthStart)
+          .groupBy('account_id');
+      const monthSpend = [
+        ...(await spendOfMonth('usage', 'charged_nano').where('charged_nano', '>', 0).execute()),
+        ...(await spendOfMonth('ledger', 'amount_nano').where('kind', '=', 'charge').execute()),
+      ];
 
       const credits = new Map<string, number>();
       const charges = new Map<string, number>();
@@ -622,6 +645,13 @@ export class KyselyStore implements Store {
         charges.set(row.account_id, (charges.get(row.account_id) ?? 0) + sumOf(row.total));
       const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
       const duplicated = new Set([...duplicates, ...chargedTwice].map((d) => d.account_id));
+      const spentSince = new Map<string, { todayNano: number; monthNano: number }>();
+      for (const row of monthSpend) {
+        const sums = spentSince.get(row.account_id) ?? { todayNano: 0, monthNano: 0 };
+        sums.todayNano += sumOf(row.today);
+        sums.monthNano += sumOf(row.month);
+        spentSince.set(row.account_id, sums);
+      }
 
       const problems: LedgerProblem[] = [];
       for (const account of accounts) {
@@ -635,6 +665,9 @@ export class KyselyStore implements Store {
         };
         const discrepancyNano =
           figures.creditsNano - (figures.balanceNano + figures.openHoldsNano + figures.chargesNano);
+        const spent = spentSince.get(account.id) ?? { todayNano: 0, monthNano: 0 };
+        const counted = spendAt(spendCountersOf(account), now);
+        const spendRight = spent.todayNano === counted.todayNano && spent.monthNano === counted.monthNano;
         const reason =
           figures.balanceNano < 0
             ? 'negative_balance'
@@ -642,8 +675,17 @@ export class KyselyStore implements Store {
               ? 'mismatch'
               : duplicated.has(account.id)
                 ? 'duplicate_charge'
-                : undefined;
-        if (reason) problems.push({ ...figures, discrepancyNano, reason });
+                : !spendRight
+                  ? 'spend_counters'
+                  : undefined;
+        if (reason === 'spend_counters') {
+          problems.push({
+            ...figures,
+            discrepancyNano,
+            reason,
+            spend: { ...spent, countedTodayNano: counted.todayNano, countedMonthNano: counted.monthNano },
+          });
+        } else if (reason) problems.push({ ...figures, discrepancyNano, reason });
       }
       return { ok: problems.length === 0, accounts: accounts.length, problems };
     });

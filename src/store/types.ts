@@ -146,7 +146,13 @@ export interface LedgerProblem {
   balanceNano: number;
   /** credits − (balance + open holds + charges); 0 when consistent. */
   discrepancyNano: number;
-  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge';
+  /**
+   * `spend_counters`: the money is right, but the spend today and this month kept on the account's row
+   * (what `GET /api/v1/key` reports) differs from the charges of its requests started today and this month.
+   */
+  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge' | 'spend_counters';
+  /** With `spend_counters`: the sums from the rows, and what the counters say. */
+  spend?: { todayNano: number; monthNano: number; countedTodayNano: number; countedMonthNano: number };
 }
 
 export interface LedgerReport {

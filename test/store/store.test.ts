@@ -487,6 +487,24 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     });
   });
 
+  it('ledger check reports spend counters that differ from the charges of today and this month', async () => {
+    const id = await fundedAccount(store, 10_000);
+    expect((await store.placeHold(hold(id, 'h1', 1_000))).ok).toBe(true);
+    await store.settle({ ...closing(id, 'h1', 1_000), costNano: 300, usage: usageRow(id, 'r1') });
+    expect((await store.ledgerCheck()).ok).toBe(true);
+    await db.query('update accounts set spend_day_nano = spend_day_nano + 7 where id = ?', [id]);
+    const report = await store.ledgerCheck();
+    expect(report.ok).toBe(false);
+    expect(report.problems).toEqual([
+      expect.objectContaining({
+        accountId: id,
+        reason: 'spend_counters',
+        discrepancyNano: 0,
+        spend: { todayNano: 300, monthNano: 300, countedTodayNano: 307, countedMonthNano: 300 },
+      }),
+    ]);
+  });
+
   it('ledger check reports an account whose balance was changed outside the ledger', async () => {
     const id = await fundedAccount(store, 1000);
     await db.query('update accounts set balance_nano = balance_nano + 5 where id = ?', [id]);
