@@ -309,10 +309,14 @@ describe('background WAL checkpoints', () => {
     const finished = checkpointer.finished;
     await checkpointer.stop();
     db.close();
-    expect(finished).toBeGreaterThan(0);
+    // Finished after reports again and again (6–16 times in 1 s when measured, alone or beside two busy
+    // processes).
+    expect(finished).toBeGreaterThanOrEqual(2);
     // One page per commit: a WAL never started over is as long as the commits (41,000 pages for 38,800
-    // commits when measured without this); started over, it is as long as the writes between two reports.
-    expect(walPages).toBeLessThan(commits / 2);
+    // commits when measured without this); started over, its file is as long as the most writes between two
+    // finished checkpoints: 0.12–0.22 of the commits when measured, 0.62 once in CI, where a busy machine
+    // kept the thread from reporting for a while.
+    expect(walPages).toBeLessThan(commits * 0.9);
   });
 
   it('under writes that never pause, the WAL still starts over: the connection finishes at the backstop', async () => {
