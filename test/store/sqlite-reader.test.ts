@@ -85,23 +85,27 @@ describe('the reader thread of the dashboard reports', () => {
     expect(off.maxGapMs).toBeLessThan(0.5 * inline.tookMs);
   });
 
-  it('reads what the serving connection committed, in the order the queries were sent', async () => {
+  it('reads what the serving connection committed, and answers in the order the queries were sent', async () => {
     const r = reader();
     const select = CompiledQuery.raw('select id, v from t order by id', []);
     expect(await r.all(select)).toEqual([]);
     db.prepare('insert into t (v) values (?)').run('one');
-    const [first, second] = await Promise.all([
-      r.all(select),
-      (async () => {
-        db.prepare('insert into t (v) values (?)').run('two');
-        return r.all(select);
-      })(),
+    expect(await r.all(select)).toEqual([{ id: 1, v: 'one' }]);
+    db.prepare('insert into t (v) values (?)').run('two');
+    // Sent together, a slow query first: the quick one waits its turn.
+    const answered: string[] = [];
+    const [, rows] = await Promise.all([
+      r.all(count(300_000)).then(() => answered.push('slow')),
+      r.all(select).then((found) => {
+        answered.push('quick');
+        return found;
+      }),
     ]);
-    expect(first).toEqual([
+    expect(answered).toEqual(['slow', 'quick']);
+    expect(rows).toEqual([
       { id: 1, v: 'one' },
       { id: 2, v: 'two' },
     ]);
-    expect(second).toEqual(first);
   });
 
   it('rejects a bad query with the SQLite error and goes on; it never writes', async () => {
