@@ -294,6 +294,24 @@ async function accountCounts(pinning: Pinning): Promise<DataRow[]> {
   return rows;
 }
 
+/**
+ * A migrated database in `dir` with `accounts` accounts (a key each) and `count` past requests spread over
+ * them; how long the bulk inserts took.
+ */
+async function pastRequests(dir: string, accounts: number, count: number, what: string) {
+  const file = join(dir, 'tollgate.db');
+  const url = await migrateSqlite(file);
+  const bulk = bulkAccounts(file, accounts, { sample: accounts, keepAccounts: true });
+  let seconds = bulk.seconds;
+  if (count > 0) {
+    log(
+      `${what}: bulk insert of ${count.toLocaleString('en-US')} past requests (usage rows with their charges)`,
+    );
+    seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
+  }
+  return { file, url, bulk, seconds };
+}
+
 async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
   const rows: DataRow[] = [];
   const accounts = options.keys;
@@ -301,14 +319,7 @@ async function usageCounts(pinning: Pinning): Promise<DataRow[]> {
     const temp = tempDir('usage');
     try {
       if (!enoughDisk(temp.dir, count * BYTES_PER_PAST_REQUEST, `${count} usage rows`)) continue;
-      const file = join(temp.dir, 'tollgate.db');
-      const url = await migrateSqlite(file);
-      const bulk = bulkAccounts(file, accounts, { sample: accounts, keepAccounts: true });
-      let seconds = bulk.seconds;
-      if (count > 0) {
-        log(`usage ${count.toLocaleString('en-US')}: bulk insert (usage rows with their charges)`);
-        seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
-      }
+      const { file, url, bulk, seconds } = await pastRequests(temp.dir, accounts, count, 'usage');
       log(`usage ${count.toLocaleString('en-US')}: inserted in ${seconds.toFixed(1)} s; measuring`);
       const ctx: TargetContext = { pinning, dir: temp.dir, pgAdminUrl: '', tollgateEnv: options.tollgateEnv };
       const tollgate = await measureC50(pinning, () =>
@@ -435,14 +446,7 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
     const temp = tempDir('spend');
     try {
       if (!enoughDisk(temp.dir, count * BYTES_PER_PAST_REQUEST, `${count} usage rows`)) continue;
-      const file = join(temp.dir, 'tollgate.db');
-      const url = await migrateSqlite(file);
-      const bulk = bulkAccounts(file, 1, { sample: 1, keepAccounts: true });
-      let seconds = bulk.seconds;
-      if (count > 0) {
-        log(`one account, ${count.toLocaleString('en-US')} requests: bulk insert`);
-        seconds += bulkUsage(file, count, bulk.accounts, (l) => log(`  ${l}`)).seconds;
-      }
+      const { file, url, bulk, seconds } = await pastRequests(temp.dir, 1, count, 'one account');
       const account = bulk.accounts[0] as (typeof bulk.accounts)[0];
       // Bulk rows bypass the settles that keep the counters: fill them as migration 0008 does. And a
       // password, for the dashboard's login.

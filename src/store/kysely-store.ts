@@ -620,22 +620,7 @@ export class KyselyStore implements Store {
         .where('usage.charged_nano', '>', 0)
         .execute();
       // The spend counters against the charges of the requests started today and this month.
-      const spendOfMonth = (table: 'usage' | 'ledger', amount: 'charged_nano' | 'amount_nano') =>
-        trx
-          .selectFrom(table)
-          .select([
-            'account_id',
-            sql<
-              string | number | null
-            >`sum(case when created_at >= ${dayStart} then ${sql.ref(amount)} else 0 end)`.as('today'),
-            sql<string | number | null>`sum(${sql.ref(amount)})`.as('month'),
-          ])
-          .where('created_at', '>=', monthStart)
-          .groupBy('account_id');
-      const monthSpend = [
-        ...(await spendOfMonth('usage', 'charged_nano').where('charged_nano', '>', 0).execute()),
-        ...(await spendOfMonth('ledger', 'amount_nano').where('kind', '=', 'charge').execute()),
-      ];
+      const spentSince = await this.chargesSinceByAccount(trx, [dayStart, monthStart]);
 
       const credits = new Map<string, number>();
       const charges = new Map<string, number>();
@@ -645,13 +630,6 @@ export class KyselyStore implements Store {
         charges.set(row.account_id, (charges.get(row.account_id) ?? 0) + sumOf(row.total));
       const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
       const duplicated = new Set([...duplicates, ...chargedTwice].map((d) => d.account_id));
-      const spentSince = new Map<string, { todayNano: number; monthNano: number }>();
-      for (const row of monthSpend) {
-        const sums = spentSince.get(row.account_id) ?? { todayNano: 0, monthNano: 0 };
-        sums.todayNano += sumOf(row.today);
-        sums.monthNano += sumOf(row.month);
-        spentSince.set(row.account_id, sums);
-      }
 
       const problems: LedgerProblem[] = [];
       for (const account of accounts) {
@@ -665,7 +643,8 @@ export class KyselyStore implements Store {
         };
         const discrepancyNano =
           figures.creditsNano - (figures.balanceNano + figures.openHoldsNano + figures.chargesNano);
-        const spent = spentSince.get(account.id) ?? { todayNano: 0, monthNano: 0 };
+        const [todayNano = 0, monthNano = 0] = spentSince.get(account.id) ?? [];
+        const spent = { todayNano, monthNano };
         const counted = spendAt(spendCountersOf(account), now);
         const spendRight = spent.todayNano === counted.todayNano && spent.monthNano === counted.monthNano;
         const reason =
@@ -693,28 +672,7 @@ export class KyselyStore implements Store {
 
   async chargesSince(accountId: string, since: readonly number[]): Promise<number[]> {
     if (since.length === 0) return [];
-    const earliest = Math.min(...since);
-    // Charges are usage rows' charged_nano since migration 0007, and ledger rows of kind charge before it.
-    // Summed by the database, one figure per time: the rows themselves never come over.
-    const sums = (table: 'usage' | 'ledger', amount: 'charged_nano' | 'amount_nano') =>
-      this.db
-        .selectFrom(table)
-        .select(
-          since.map((t, i) =>
-            sql<
-              string | number | null
-            >`sum(case when created_at >= ${t} then ${sql.ref(amount)} else 0 end)`.as(`s${i}`),
-          ),
-        )
-        .where('account_id', '=', accountId)
-        .where('created_at', '>=', earliest);
-    const [recorded, legacy] = await Promise.all([
-      sums('usage', 'charged_nano').where('charged_nano', '>', 0).executeTakeFirst(),
-      sums('ledger', 'amount_nano').where('kind', '=', 'charge').executeTakeFirst(),
-    ]);
-    const figure = (row: Record<string, unknown> | undefined, i: number) =>
-      toNumber((row?.[`s${i}`] as string | number | null | undefined) ?? 0);
-    return since.map((_, i) => figure(recorded, i) + figure(legacy, i));
+    return (await this.chargesSinceByAccount(this.db, since, accountId)).get(accountId) ?? since.map(() => 0);
   }
 
   async spendOf(accountId: string, now: number): Promise<{ todayNano: number; monthNano: number }> {
@@ -817,6 +775,8 @@ export class KyselyStore implements Store {
   /**
    * Reads an account's balance, locking its row on PostgreSQL (FOR NO KEY UPDATE: the lock an UPDATE of
    * the balance takes, which lets other transactions insert rows that reference the account meanwhile).
+   * Only the balance: credits, releases and keys also run on a database before migration 0008 (the
+   * store's tests of older databases set them up so).
    */
   private async lockAccount(trx: Transaction<Database>, accountId: string): Promise<number | undefined> {
     let query = trx.selectFrom('accounts').select('balance_nano').where('id', '=', accountId);
@@ -837,6 +797,48 @@ export class KyselyStore implements Store {
     if (this.dialect === 'postgres') query = query.forNoKeyUpdate();
     const row = await query.executeTakeFirst();
     return row ? { balanceNano: toNumber(row.balance_nano), ...spendCountersOf(row) } : undefined;
+  }
+
+  /**
+   * The charges of the requests started at or after each time of `since` (one figure per time), per account
+   * (of `accountId` only, when given): usage rows' charged_nano since migration 0007, and ledger rows of kind
+   * charge before it. Summed by the database: the rows themselves never come over.
+   */
+  private async chargesSinceByAccount(
+    db: Kysely<Database> | Transaction<Database>,
+    since: readonly number[],
+    accountId?: string,
+  ): Promise<Map<string, number[]>> {
+    const sums = (table: 'usage' | 'ledger', amount: 'charged_nano' | 'amount_nano') => {
+      let query = db
+        .selectFrom(table)
+        .select([
+          'account_id',
+          ...since.map((t, i) =>
+            sql<
+              string | number | null
+            >`sum(case when created_at >= ${t} then ${sql.ref(amount)} else 0 end)`.as(`s${i}`),
+          ),
+        ])
+        .where('created_at', '>=', Math.min(...since))
+        .groupBy('account_id');
+      if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+      return query;
+    };
+    const rows: Record<string, unknown>[] = [
+      ...(await sums('usage', 'charged_nano').where('charged_nano', '>', 0).execute()),
+      ...(await sums('ledger', 'amount_nano').where('kind', '=', 'charge').execute()),
+    ];
+    const out = new Map<string, number[]>();
+    for (const row of rows) {
+      const account = row.account_id as string;
+      const figures = out.get(account) ?? since.map(() => 0);
+      for (let i = 0; i < since.length; i++) {
+        figures[i] = (figures[i] as number) + sumOf(row[`s${i}`] as string | number | null);
+      }
+      out.set(account, figures);
+    }
+    return out;
   }
 
   /** An account's balance and status (for wording a refused hold). */

@@ -1,6 +1,6 @@
 import type SQLite from 'better-sqlite3';
 import { refusedHold, toNumber } from './schema.js';
-import { addSpend, type SpendCounters } from './spend.js';
+import { addSpend, type SpendCounters, spendCountersOf } from './spend.js';
 import type {
   KeyAuthRecord,
   PlaceHoldInput,
@@ -318,14 +318,7 @@ class DirectBalances implements Balances {
   }
 
   update(accountId: string, figures: Figures): void {
-    this.stmt.setFigures.run(
-      figures.balanceNano,
-      figures.spendDay,
-      figures.spendDayNano,
-      figures.spendMonth,
-      figures.spendMonthNano,
-      accountId,
-    );
+    writeFigures(this.stmt, accountId, figures);
   }
 }
 
@@ -376,16 +369,7 @@ class FiguresInTransaction implements Balances {
 
   write(): void {
     for (const [accountId, account] of this.accounts) {
-      if (account?.changed) {
-        this.stmt.setFigures.run(
-          account.balanceNano,
-          account.spendDay,
-          account.spendDayNano,
-          account.spendMonth,
-          account.spendMonthNano,
-          accountId,
-        );
-      }
+      if (account?.changed) writeFigures(this.stmt, accountId, account);
     }
   }
 
@@ -419,13 +403,19 @@ type FiguresRow = AccountRow & {
 };
 
 function figuresOf(row: FiguresRow): Figures {
-  return {
-    balanceNano: toNumber(row.balance_nano),
-    spendDay: toNumber(row.spend_day),
-    spendDayNano: toNumber(row.spend_day_nano),
-    spendMonth: toNumber(row.spend_month),
-    spendMonthNano: toNumber(row.spend_month_nano),
-  };
+  return { balanceNano: toNumber(row.balance_nano), ...spendCountersOf(row) };
+}
+
+/** An account's balance and spend counters, written back in one statement. */
+function writeFigures(stmt: Statements, accountId: string, figures: Figures): void {
+  stmt.setFigures.run(
+    figures.balanceNano,
+    figures.spendDay,
+    figures.spendDayNano,
+    figures.spendMonth,
+    figures.spendMonthNano,
+    accountId,
+  );
 }
 
 const PLACED: PlaceHoldResult = Object.freeze({ ok: true });
