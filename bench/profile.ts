@@ -5,9 +5,10 @@
  * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`).
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import autocannon from 'autocannon';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
@@ -36,6 +37,9 @@ const seconds = Number(process.argv[process.argv.indexOf('--duration') + 1] || 0
 const keepIdx = process.argv.indexOf('--keep');
 const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
 const generatorIdx = process.argv.indexOf('--generator');
+/** `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes. */
+const promoted = process.argv.includes('--promoted');
+const heap = promoted || process.argv.includes('--heap');
 // The closed loop's client as in `npm run bench`: wrk when it is on PATH, else autocannon.
 const { generator, reason } = chooseGenerator(generatorIdx > 0 ? process.argv[generatorIdx + 1] : undefined);
 console.log(`load: ${reason}`);
@@ -74,7 +78,15 @@ if (!key.ok) throw new Error('key');
 await store.close();
 
 const profDir = keep ?? join(dir, 'prof');
-const nodeArgs = ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BIN, 'serve', '--json'];
+const heapFile = join(profDir, 'allocations.heapprofile');
+if (heap) mkdirSync(profDir, { recursive: true });
+const nodeArgs = heap
+  ? ['--import', pathToFileURL(join(ROOT, 'bench', 'heap-sampler.mjs')).href, BIN, 'serve', '--json']
+  : ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BIN, 'serve', '--json'];
+if (heap) {
+  env.TOLLGATE_HEAP_PROFILE = heapFile;
+  env.TOLLGATE_HEAP_PROMOTED = promoted ? '1' : '0';
+}
 const [command, args] =
   pinning.target === undefined
     ? [process.execPath, nodeArgs]
@@ -100,34 +112,46 @@ const connections = Number(process.env.PROFILE_CONNECTIONS ?? 50);
 const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'application/json' };
 const completionsUrl = `${url}/api/v1/chat/completions`;
 const body = chatBody('prov-deepseek');
-if (generator.kind === 'wrk') {
-  const run = new WrkRun(generator.path, {
-    url: completionsUrl,
-    method: 'POST',
-    headers,
-    body,
-  });
-  try {
-    const r = await run.run(connections, seconds);
-    const failed = r.connect + r.read + r.write + r.timeout;
-    console.log(
-      `${Math.round(r.requests / (r.durationUs / 1e6))} req/s, status ≥ 400: ${r.status}, socket errors ${failed}`,
-    );
-  } finally {
-    run.dispose();
+
+/** c`connections` for `duration` seconds; the answered requests (2xx). */
+async function load(duration: number): Promise<number> {
+  if (generator.kind === 'wrk') {
+    const run = new WrkRun(generator.path, { url: completionsUrl, method: 'POST', headers, body });
+    try {
+      const r = await run.run(connections, duration);
+      const failed = r.connect + r.read + r.write + r.timeout;
+      console.log(
+        `${Math.round(r.requests / (r.durationUs / 1e6))} req/s, status ≥ 400: ${r.status}, socket errors ${failed}`,
+      );
+      return r.requests - r.status;
+    } finally {
+      run.dispose();
+    }
   }
-} else {
   const result = await autocannon({
     url: completionsUrl,
     method: 'POST',
     connections,
-    duration: seconds,
+    duration,
     headers,
     body,
   });
   console.log(
     `${Math.round(result.requests.average)} req/s, non-2xx ${result.non2xx}, errors ${result.errors}`,
   );
+  return result.requests.total - result.non2xx - result.errors;
+}
+
+let requests = 0;
+if (heap) {
+  // Warm up first, so the profile is of the steady state, not of start-up and the compilers' first passes.
+  await load(3);
+  child.kill('SIGUSR2');
+  requests = await load(seconds);
+  child.kill('SIGUSR2');
+  for (let i = 0; i < 100 && !existsSync(heapFile); i++) await new Promise((r) => setTimeout(r, 100));
+} else {
+  requests = await load(seconds);
 }
 const exited = new Promise((r) => child.once('exit', r));
 child.kill('SIGTERM');
@@ -136,12 +160,7 @@ clearInterval(resetTimer);
 await sim.stop();
 await cleanupAll();
 
-// One profile per thread (the main one and the SQLite checkpoint worker): the main thread's is the largest.
-const file = readdirSync(profDir)
-  .filter((f) => f.endsWith('.cpuprofile'))
-  .sort((a, b) => statSync(join(profDir, b)).size - statSync(join(profDir, a)).size)[0];
-if (!file) throw new Error('no profile written');
-const profile = JSON.parse(readFileSync(join(profDir, file), 'utf8')) as { nodes: Node[] };
+const profile = heap ? readHeapProfile(heapFile) : readCpuProfile(profDir);
 const total = profile.nodes.reduce((s, n) => s + n.hitCount, 0);
 const byFunction = new Map<string, number>();
 const byFile = new Map<string, number>();
@@ -161,11 +180,13 @@ for (const n of profile.nodes) {
           : where;
   byFile.set(pkg, (byFile.get(pkg) ?? 0) + n.hitCount);
 }
+/** Bytes per answered request, for the allocation profile. */
+const perRequest = (v: number) => `${(v / Math.max(1, requests)).toFixed(0).padStart(6)} B/req`;
 const top = (m: Map<string, number>, n: number) =>
   [...m]
     .sort((a, b) => b[1] - a[1])
     .slice(0, n)
-    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%  ${k}`)
+    .map(([k, v]) => `${((100 * v) / total).toFixed(1).padStart(5)}%${heap ? ` ${perRequest(v)}` : ''}  ${k}`)
     .join('\n');
 // Inclusive time: each function's samples plus those of everything it called (counted once per stack).
 const nodeById = new Map(profile.nodes.map((n) => [n.id, n]));
@@ -188,7 +209,46 @@ for (const n of profile.nodes) {
 const ours = process.env.PROFILE_ALL
   ? inclusive
   : new Map([...inclusive].filter(([k]) => /(src|dist)\//.test(k)));
-console.log(`\ninclusive time of the project's functions\n${top(ours, 40)}`);
-console.log(`\nself time by file or package (${total} samples)\n${top(byFile, 30)}`);
-console.log(`\nself time by function\n${top(byFunction, 40)}`);
+const what = heap ? 'bytes allocated' : 'time';
+if (heap) {
+  console.log(`\n${requests} requests answered while sampling: ${perRequest(total).trim()} allocated`);
+}
+console.log(`\ninclusive ${what} of the project's functions\n${top(ours, 40)}`);
+const unit = heap ? `${(total / 1e6).toFixed(1)} MB sampled` : `${total} samples`;
+console.log(`\nself ${what} by file or package (${unit})\n${top(byFile, 30)}`);
+console.log(`\nself ${what} by function\n${top(byFunction, 40)}`);
 if (!keep) rmSync(dir, { recursive: true, force: true });
+
+/** The main thread's CPU profile: one is written per thread (the SQLite checkpoint worker's is smaller). */
+function readCpuProfile(from: string): { nodes: Node[] } {
+  const file = readdirSync(from)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort((a, b) => statSync(join(from, b)).size - statSync(join(from, a)).size)[0];
+  if (!file) throw new Error('no profile written');
+  return JSON.parse(readFileSync(join(from, file), 'utf8')) as { nodes: Node[] };
+}
+
+interface HeapNode {
+  id: number;
+  callFrame: Node['callFrame'];
+  selfSize: number;
+  children: HeapNode[];
+}
+
+/** The sampling heap profile as CPU-profile nodes whose "hits" are the bytes allocated there. */
+function readHeapProfile(file: string): { nodes: Node[] } {
+  if (!existsSync(file)) throw new Error('no allocation profile written');
+  const { head } = JSON.parse(readFileSync(file, 'utf8')) as { head: HeapNode };
+  const nodes: Node[] = [];
+  const walk = (n: HeapNode): void => {
+    nodes.push({
+      id: n.id,
+      callFrame: n.callFrame,
+      hitCount: n.selfSize,
+      children: n.children.map((c) => c.id),
+    });
+    for (const c of n.children) walk(c);
+  };
+  walk(head);
+  return { nodes };
+}
