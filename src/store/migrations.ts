@@ -249,6 +249,27 @@ const migrations: Record<string, Migration> = {
       await fillSpendCounters(db, Date.now());
     },
   },
+  '0009_one_usage_index_per_account': {
+    // The usage row is most of what a settle writes, and each per-account index of it costs its own B-tree
+    // insert, two to three WAL pages per group commit (docs/performance.md, twenty-third round). The three
+    // per-account indexes — by time, by key and time, by provider and time — become one by time that also
+    // carries the key and the provider: every query of an account's rows in time order (the usage pages,
+    // the chart, the spend sums) uses it as before, and a filter by key or provider is tested on the index
+    // entry itself, reading the rows that match only. Such a filter now walks the account's entries until
+    // its page fills (~50 ms per million entries for a key with no rows at all), where it went straight to
+    // them; the dashboard's reports run off the serving thread on SQLite and on the server on PostgreSQL.
+    // Building the index reads the table once: on PostgreSQL writes to it wait meanwhile.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createIndex('usage_account_time')
+        .on('usage')
+        .columns(['account_id', 'created_at', 'key_id', 'provider'])
+        .execute();
+      for (const index of ['usage_account_key', 'usage_account_provider', 'usage_account']) {
+        await db.schema.dropIndex(index).execute();
+      }
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */
