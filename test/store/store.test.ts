@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { dashboardStoreFor, type UsageFilters } from '../../src/store/dashboard-store.js';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
 import type { Store } from '../../src/store/types.js';
@@ -484,6 +485,47 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
       expect(await older.spendOf(id, now)).toEqual({ todayNano: today, monthNano: 500 + 60 + 4000 });
       expect(await older.chargesSince(id, [dayStart, monthStart])).toEqual([today, 500 + 60 + 4000]);
       expect(await older.spendOf(other, now)).toEqual({ todayNano: 9, monthNano: 9 });
+    });
+  });
+
+  it('migration 0009: the usage rows of an older database are found by the dashboard through one index per account', async () => {
+    await withOlderDatabase('0008_spend_counters', async (older, olderDb) => {
+      const id = await fundedAccount(older, 1_000);
+      const other = await fundedAccount(older, 1_000);
+      const at = Date.UTC(2026, 10, 20, 12);
+      const rows: [string, string, string, string, number][] = [
+        ['r1', id, 'key_a', 'prov-qwen', at],
+        ['r2', id, 'key_b', 'prov-qwen', at + 1],
+        ['r3', id, 'key_a', 'prov-kimi', at + 2],
+        ['r4', other, 'key_a', 'prov-qwen', at + 3],
+      ];
+      for (const [requestId, account, keyId, provider, createdAt] of rows) {
+        await older.recordUsage(usageRow(account, requestId, { keyId, provider, createdAt }));
+      }
+
+      await older.migrate();
+      const indexes =
+        TEST_DIALECT === 'sqlite'
+          ? await olderDb.query<{ name: string }>(
+              "select name from sqlite_master where type = 'index' and tbl_name = 'usage' and sql is not null",
+            )
+          : await olderDb.query<{ name: string }>(
+              "select indexname as name from pg_indexes where tablename = 'usage' and schemaname = current_schema() and indexname <> 'usage_pkey'",
+            );
+      expect(indexes.map((i) => i.name).sort()).toEqual(['usage_account_time', 'usage_created']);
+      const dashboard = dashboardStoreFor(older);
+      const ids = async (filters: UsageFilters) =>
+        (await dashboard.usagePage(id, filters, { limit: 10 })).map((r) => r.requestId);
+      expect(await ids({})).toEqual(['r3', 'r2', 'r1']);
+      expect(await ids({ keyId: 'key_a' })).toEqual(['r3', 'r1']);
+      expect(await ids({ provider: 'prov-qwen' })).toEqual(['r2', 'r1']);
+      expect(await ids({ keyId: 'key_a', provider: 'prov-kimi' })).toEqual(['r3']);
+      expect(await ids({ keyId: 'key_none' })).toEqual([]);
+      const daily = await dashboard.usageDaily(id, { from: at - 1, to: at + 10 }, 'key_a');
+      expect(daily.map((d) => [d.provider, d.requests])).toEqual([
+        ['prov-kimi', 1],
+        ['prov-qwen', 1],
+      ]);
     });
   });
 
