@@ -2,7 +2,9 @@
  * `npm run bench:profile`: one Tollgate (SQLite) process under c50 load for a few seconds with V8's CPU
  * profiler on, then the functions and files with the most self time. The profile itself is kept
  * (`--keep DIR`) for Chrome DevTools. This is how docs/performance.md's optimisations were chosen. The load
- * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`).
+ * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`). With
+ * `--heap` (or `--promoted`) it is an allocation profile instead, after a 3 s warm-up, in bytes per answered
+ * request (`bench/heap-sampler.mjs`).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -37,7 +39,10 @@ const seconds = Number(process.argv[process.argv.indexOf('--duration') + 1] || 0
 const keepIdx = process.argv.indexOf('--keep');
 const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
 const generatorIdx = process.argv.indexOf('--generator');
-/** `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes. */
+/**
+ * `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes;
+ * `--promoted`: only the bytes that reached the old generation.
+ */
 const promoted = process.argv.includes('--promoted');
 const heap = promoted || process.argv.includes('--heap');
 // The closed loop's client as in `npm run bench`: wrk when it is on PATH, else autocannon.
