@@ -657,14 +657,22 @@ export class KyselyStore implements Store {
                 : !spendRight
                   ? 'spend_counters'
                   : undefined;
-        if (reason === 'spend_counters') {
+        if (reason) {
           problems.push({
             ...figures,
             discrepancyNano,
             reason,
-            spend: { ...spent, countedTodayNano: counted.todayNano, countedMonthNano: counted.monthNano },
+            ...(reason === 'spend_counters'
+              ? {
+                  spend: {
+                    ...spent,
+                    countedTodayNano: counted.todayNano,
+                    countedMonthNano: counted.monthNano,
+                  },
+                }
+              : {}),
           });
-        } else if (reason) problems.push({ ...figures, discrepancyNano, reason });
+        }
       }
       return { ok: problems.length === 0, accounts: accounts.length, problems };
     });
