@@ -1,10 +1,11 @@
 /**
  * Preloaded into the profiled server by `npm run bench:profile -- --heap` (`node --import`): V8's sampling
  * heap profiler, keeping the objects that die young as well (most of a request's allocations), started on
- * the first SIGUSR2 (after the warm-up) and written to `TOLLGATE_HEAP_PROFILE` on the second. With
- * `TOLLGATE_HEAP_PROMOTED=1` (`--promoted`) the objects that die young are left out: what remains is what
- * survived long enough to reach the old generation (and what is still alive), the objects that make the
- * mark-compacts come.
+ * the first SIGUSR2 (after the warm-up) and written to `TOLLGATE_HEAP_PROFILE` on the second.
+ *
+ * It says where the bytes are allocated, not which of them reach the old generation: asked to leave out
+ * the objects collected by scavenges, V8's sampler also drops the samples of objects that survive them
+ * (docs/performance.md, twenty-fourth round). `npm run bench:gc` gives V8's own count of promoted bytes.
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -20,7 +21,7 @@ process.on('SIGUSR2', () => {
     session.post('HeapProfiler.enable');
     session.post('HeapProfiler.startSampling', {
       samplingInterval: 1024,
-      includeObjectsCollectedByMinorGC: process.env.TOLLGATE_HEAP_PROMOTED !== '1',
+      includeObjectsCollectedByMinorGC: true,
       includeObjectsCollectedByMajorGC: true,
     });
     return;

@@ -2,9 +2,9 @@
  * `npm run bench:profile`: one Tollgate (SQLite) process under c50 load for a few seconds with V8's CPU
  * profiler on, then the functions and files with the most self time. The profile itself is kept
  * (`--keep DIR`) for Chrome DevTools. This is how docs/performance.md's optimisations were chosen. The load
- * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`). With
- * `--heap` (or `--promoted`) it is an allocation profile instead, after a 3 s warm-up, in bytes per answered
- * request (`bench/heap-sampler.mjs`).
+ * comes from the benchmark's closed-loop client (wrk when it is on PATH; `--generator autocannon`), or with
+ * `--rate N` from its open-loop client at N requests/s. With `--heap` it is an allocation profile instead,
+ * after a warm-up (`--warmup S`, default 3), in bytes per answered request (`bench/heap-sampler.mjs`).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -15,11 +15,14 @@ import autocannon from 'autocannon';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
 import { openStore } from '../src/store/index.js';
+import type { OpenResult } from './loadgen.js';
 import {
   BIN,
   chooseGenerator,
   cleanupAll,
+  compileChildScripts,
   detectPinning,
+  LoadGen,
   pinSelf,
   ROOT,
   SIMULATOR_MAIN,
@@ -39,15 +42,24 @@ const seconds = Number(process.argv[process.argv.indexOf('--duration') + 1] || 0
 const keepIdx = process.argv.indexOf('--keep');
 const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
 const generatorIdx = process.argv.indexOf('--generator');
+/** `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes. */
+const heap = process.argv.includes('--heap');
+/** `--warmup S`: seconds of load before the heap profile starts (default 3). */
+const warmupIdx = process.argv.indexOf('--warmup');
+const warmup = warmupIdx > 0 ? Number(process.argv[warmupIdx + 1]) : 3;
 /**
- * `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes;
- * `--promoted`: only the bytes that reached the old generation.
+ * `--rate N`: the load is an open loop at N requests/s (the benchmark's fixed-rate and half-maximum phases)
+ * instead of the closed loop.
  */
-const promoted = process.argv.includes('--promoted');
-const heap = promoted || process.argv.includes('--heap');
+const rateIdx = process.argv.indexOf('--rate');
+const rate = rateIdx > 0 ? Number(process.argv[rateIdx + 1]) : undefined;
+if (rate !== undefined && !(rate > 0)) {
+  console.error('--rate takes a number of requests per second');
+  process.exit(2);
+}
 // The closed loop's client as in `npm run bench`: wrk when it is on PATH, else autocannon.
 const { generator, reason } = chooseGenerator(generatorIdx > 0 ? process.argv[generatorIdx + 1] : undefined);
-console.log(`load: ${reason}`);
+console.log(rate === undefined ? `load: ${reason}` : `load: open loop at ${rate}/s (bench/loadgen.ts)`);
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-profile-'));
 // As in `npm run bench`: the gateway alone on CPU 0; the simulator, the load generator and this script on CPU 1.
@@ -88,10 +100,7 @@ if (heap) mkdirSync(profDir, { recursive: true });
 const nodeArgs = heap
   ? ['--import', pathToFileURL(join(ROOT, 'bench', 'heap-sampler.mjs')).href, BIN, 'serve', '--json']
   : ['--cpu-prof', `--cpu-prof-dir=${profDir}`, BIN, 'serve', '--json'];
-if (heap) {
-  env.TOLLGATE_HEAP_PROFILE = heapFile;
-  env.TOLLGATE_HEAP_PROMOTED = promoted ? '1' : '0';
-}
+if (heap) env.TOLLGATE_HEAP_PROFILE = heapFile;
 const [command, args] =
   pinning.target === undefined
     ? [process.execPath, nodeArgs]
@@ -118,8 +127,27 @@ const headers = { authorization: `Bearer ${key.secret}`, 'content-type': 'applic
 const completionsUrl = `${url}/api/v1/chat/completions`;
 const body = chatBody('prov-deepseek');
 
-/** c`connections` for `duration` seconds; the answered requests (2xx). */
+let loadgen: LoadGen | undefined;
+/** c`connections` (or the open loop of `--rate`) for `duration` seconds; the answered requests (2xx). */
 async function load(duration: number): Promise<number> {
+  if (rate !== undefined) {
+    if (!loadgen) {
+      compileChildScripts();
+      loadgen = LoadGen.start(pinning.load);
+    }
+    const request = { url: completionsUrl, method: 'POST' as const, headers, body };
+    const r = await loadgen.run<OpenResult>({
+      kind: 'open',
+      request,
+      rate,
+      warmupSec: 0,
+      durationSec: duration,
+    });
+    console.log(
+      `open loop at ${rate}/s: ${Math.round(r.achievedRate)} answered/s, p99 ${r.latency.p99.toFixed(2)} ms, non-200 ${r.non200}, failed ${r.errors}`,
+    );
+    return r.ok;
+  }
   if (generator.kind === 'wrk') {
     const run = new WrkRun(generator.path, { url: completionsUrl, method: 'POST', headers, body });
     try {
@@ -149,8 +177,9 @@ async function load(duration: number): Promise<number> {
 
 let requests = 0;
 if (heap) {
-  // Warm up first, so the profile is of the steady state, not of start-up and the compilers' first passes.
-  await load(3);
+  // Warm up first, so the profile is of the steady state, not of start-up and the compilers' first passes
+  // (`--warmup S`, default 3; an open loop at a low rate takes longer: docs/performance.md, twenty-fourth round).
+  await load(warmup);
   child.kill('SIGUSR2');
   requests = await load(seconds);
   child.kill('SIGUSR2');
@@ -158,6 +187,7 @@ if (heap) {
 } else {
   requests = await load(seconds);
 }
+await loadgen?.close();
 const exited = new Promise((r) => child.once('exit', r));
 child.kill('SIGTERM');
 await exited;

@@ -100,6 +100,11 @@ export interface TargetContext {
   messages?: readonly ChatMessage[];
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
+  /**
+   * `NODE_OPTIONS` of the measured Node process, bare proxy or Tollgate alike (e.g. `--import` of a
+   * preload that turns V8's GC trace on, for `npm run bench:gc`); added to any in `tollgateEnv`.
+   */
+  nodeOptions?: string;
   /** Run the measured process (bare proxy or Tollgate) under this command, e.g. valgrind; slower start. */
   wrap?: readonly string[];
   /**
@@ -187,6 +192,12 @@ async function withUpstream(
 }
 
 /** The wrapper of the measured process, with the longer start-up it needs. */
+/** `NODE_OPTIONS` for a measured Node process: `ctx.nodeOptions` after any the environment gave. */
+function nodeOptionsEnv(ctx: TargetContext, env: Record<string, string> = {}): Record<string, string> {
+  if (!ctx.nodeOptions) return env;
+  return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS, ctx.nodeOptions].filter(Boolean).join(' ') };
+}
+
 function wrapOf(ctx: TargetContext): { wrap?: readonly string[]; timeoutMs?: number } {
   return ctx.wrap ? { wrap: ctx.wrap, timeoutMs: 300_000 } : {};
 }
@@ -223,7 +234,7 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
       name: 'bare-proxy',
       command: process.execPath,
       args: [join(BENCH_DIST, 'bare-proxy.js'), '--upstream', sim.url, '--connections', '64'],
-      env: baseEnv(),
+      env: baseEnv(nodeOptionsEnv(ctx)),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
       ...wrapOf(ctx),
@@ -298,7 +309,7 @@ export async function startTollgate(ctx: TargetContext, options: TollgateOptions
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         ...providerEnv(sim.url),
-        ...ctx.tollgateEnv,
+        ...nodeOptionsEnv(ctx, ctx.tollgateEnv),
       }),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
