@@ -64,7 +64,7 @@ log(
 );
 
 interface TargetReport {
-  target: string;
+  target: keyof typeof TARGETS;
   phases: (PhaseGc & { load: string })[];
 }
 const reports: TargetReport[] = [];
@@ -130,7 +130,7 @@ for (const name of targets) {
 await cleanupAll();
 
 for (const report of reports) {
-  console.log(`\n${TARGETS[report.target as keyof typeof TARGETS]}`);
+  console.log(`\n${TARGETS[report.target]}`);
   console.log(
     table(
       [

@@ -191,13 +191,13 @@ async function withUpstream(
   }
 }
 
-/** The wrapper of the measured process, with the longer start-up it needs. */
 /** `NODE_OPTIONS` for a measured Node process: `ctx.nodeOptions` after any the environment gave. */
 function nodeOptionsEnv(ctx: TargetContext, env: Record<string, string> = {}): Record<string, string> {
   if (!ctx.nodeOptions) return env;
   return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS, ctx.nodeOptions].filter(Boolean).join(' ') };
 }
 
+/** The wrapper of the measured process, with the longer start-up it needs. */
 function wrapOf(ctx: TargetContext): { wrap?: readonly string[]; timeoutMs?: number } {
   return ctx.wrap ? { wrap: ctx.wrap, timeoutMs: 300_000 } : {};
 }
