@@ -95,7 +95,7 @@ export class SqliteHotPath {
   private readonly direct: Balances;
   private readonly inTransaction: FiguresInTransaction;
   /** The accounts with more than one operation in the group whose transaction is running; empty otherwise. */
-  private readonly repeated = new Set<string>();
+  private repeated = new Set<string>();
 
   constructor(private readonly db: SQLite.Database) {
     this.stmt = prepareAll(db);
@@ -111,7 +111,7 @@ export class SqliteHotPath {
         for (const op of group) outcomes.push(op.run());
         this.inTransaction.write();
       } finally {
-        emptyOut(this.repeated);
+        this.repeated = afterGroup(this.repeated);
         this.inTransaction.forget();
       }
     }).immediate;
@@ -329,7 +329,7 @@ class DirectBalances implements Balances {
  */
 class FiguresInTransaction implements Balances {
   /** null: no such account. */
-  private readonly accounts = new Map<string, AccountFigures | null>();
+  private accounts = new Map<string, AccountFigures | null>();
 
   constructor(private readonly stmt: Statements) {}
 
@@ -374,7 +374,7 @@ class FiguresInTransaction implements Balances {
   }
 
   forget(): void {
-    emptyOut(this.accounts);
+    this.accounts = afterGroup(this.accounts);
   }
 
   private read(accountId: string): AccountFigures | null {
@@ -438,14 +438,17 @@ function writeFigures(stmt: Statements, accountId: string, figures: Figures): vo
 }
 
 /**
- * Empties a long-lived Set or Map, and leaves an empty one as it is. V8's `clear()` always allocates a new
- * table, and allocates it straight in the old generation when the collection lives there: for the two
- * collections emptied after every group commit, mostly empty already, that was ~130 bytes of old-generation
- * garbage per group, a large share of what brought the mark-compacts at half the maximum rate
- * (docs/performance.md, twenty-fourth round).
+ * The collection for the next group: the same one when the group left it empty, a new one otherwise. The
+ * store lives in the old generation, and so do collections it kept for long; V8 gives such a collection
+ * every new table straight in the old generation: `clear()` always makes one, and so does the shrink a
+ * `delete` down to empty brings. Emptying the two collections a group with several calls of one account
+ * fills left 120-270 bytes of old-generation garbage per such group, a large share of what brought the
+ * mark-compacts at half the maximum rate; a new collection per group is young, and dies young
+ * (docs/performance.md, twenty-fourth and twenty-fifth rounds).
  */
-export function emptyOut(collection: Set<unknown> | Map<unknown, unknown>): void {
-  if (collection.size > 0) collection.clear();
+export function afterGroup<C extends Set<unknown> | Map<unknown, unknown>>(collection: C): C {
+  if (collection.size === 0) return collection;
+  return (collection instanceof Set ? new Set() : new Map()) as C;
 }
 
 const PLACED: PlaceHoldResult = Object.freeze({ ok: true });
