@@ -16,12 +16,14 @@ import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
 import { openStore } from '../src/store/index.js';
 import type { OpenResult } from './loadgen.js';
+import { readFlags } from './options.js';
 import {
   BIN,
   chooseGenerator,
   cleanupAll,
   compileChildScripts,
   detectPinning,
+  GENERATOR_FLAG,
   LoadGen,
   pinSelf,
   ROOT,
@@ -38,32 +40,40 @@ interface Node {
   children?: number[];
 }
 
-const seconds = Number(process.argv[process.argv.indexOf('--duration') + 1] || 0) || 8;
-const keepIdx = process.argv.indexOf('--keep');
-const keep = keepIdx > 0 ? process.argv[keepIdx + 1] : undefined;
-const generatorIdx = process.argv.indexOf('--generator');
+const flags = readFlags('npm run bench:profile --', {
+  duration: { type: 'string', help: 'seconds of profiled load (default 8)' },
+  keep: { type: 'string', help: 'directory to keep the .cpuprofile / .heapprofile in' },
+  generator: GENERATOR_FLAG,
+  heap: {
+    type: 'boolean',
+    help: 'where the bytes are allocated (sampling heap profiler) instead of the time',
+  },
+  warmup: { type: 'string', help: 'seconds of load before the heap profile starts (default 3)' },
+  rate: { type: 'string', help: 'an open loop at this many requests/s instead of the closed loop' },
+  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+});
+const seconds = flags.number('duration', 8) || 8;
+const keep = flags.string('keep');
 /** `--heap`: where the bytes are allocated (V8's sampling heap profiler) instead of where the time goes. */
-const heap = process.argv.includes('--heap');
-/** `--warmup S`: seconds of load before the heap profile starts (default 3). */
-const warmupIdx = process.argv.indexOf('--warmup');
-const warmup = warmupIdx > 0 ? Number(process.argv[warmupIdx + 1]) : 3;
+const heap = flags.boolean('heap');
+/** `--warmup S`: seconds of load before the heap profile starts. */
+const warmup = flags.number('warmup', 3);
 /**
  * `--rate N`: the load is an open loop at N requests/s (the benchmark's fixed-rate and half-maximum phases)
  * instead of the closed loop.
  */
-const rateIdx = process.argv.indexOf('--rate');
-const rate = rateIdx > 0 ? Number(process.argv[rateIdx + 1]) : undefined;
+const rate = flags.string('rate') === undefined ? undefined : flags.number('rate', 0);
 if (rate !== undefined && !(rate > 0)) {
   console.error('--rate takes a number of requests per second');
   process.exit(2);
 }
 // The closed loop's client as in `npm run bench`: wrk when it is on PATH, else autocannon.
-const { generator, reason } = chooseGenerator(generatorIdx > 0 ? process.argv[generatorIdx + 1] : undefined);
+const { generator, reason } = chooseGenerator(flags.string('generator'));
 console.log(rate === undefined ? `load: ${reason}` : `load: open loop at ${rate}/s (bench/loadgen.ts)`);
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-profile-'));
 // As in `npm run bench`: the gateway alone on CPU 0; the simulator, the load generator and this script on CPU 1.
-const pinning = detectPinning(process.argv.includes('--no-pin'));
+const pinning = detectPinning(flags.boolean('no-pin'));
 pinSelf(pinning.load);
 const sim = await startProcess({
   name: 'simulator',
