@@ -19,7 +19,7 @@
  * Writes `bench/results/instructions-<ISO time>.json`.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { betterSqliteInstructions, parsePerfMap, selfCountsByFunction } from './callgrind-listing.js';
@@ -260,7 +260,8 @@ try {
         ? await startShell(name, wrap)
         : await startTarget(name, {
             pinning: detectPinning(true),
-            dir: temp.dir,
+            // A directory of its own per start: `--only sqlite,sqlite` counts two fresh databases.
+            dir: mkdtempSync(join(temp.dir, `${name}-`)),
             pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
             tollgateEnv,
             wrap,

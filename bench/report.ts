@@ -21,6 +21,30 @@ import { TARGET_LABELS, type TargetName } from './target-names.js';
 export const C50_LOAD_CPU_LIMIT = 0.95;
 export const OPEN_LOOP_LOAD_CPU_LIMIT = 0.8;
 
+/**
+ * How far the speed probe's times (`bench/speed-probe.ts`) may spread before a comparison measures the
+ * machine instead of the targets: within one target's run (before its phases, after c50, after the last),
+ * and between the two targets compared in one run. 1.2 = 20%, beyond the probe's own spread on one machine
+ * (docs/performance.md, twenty-sixth round).
+ */
+export const SPEED_TOLERANCE = 1.2;
+
+function spread(values: readonly number[]): number {
+  return Math.max(...values) / Math.min(...values);
+}
+
+/**
+ * Whether two runs' figures compare: each target's CPU ran at one speed through its phases, and both at
+ * about the same speed. True when either was not probed (results written before the probe existed).
+ */
+export function sameSpeed(a: RunMetrics, b: RunMetrics): boolean {
+  const x = a.speedMs;
+  const y = b.speedMs;
+  if (!x || !y || x.length === 0 || y.length === 0) return true;
+  if (spread(x) > SPEED_TOLERANCE || spread(y) > SPEED_TOLERANCE) return false;
+  return spread([median(x) as number, median(y) as number]) <= SPEED_TOLERANCE;
+}
+
 function loadBound(phase: { loadCpuBusy?: number | undefined } | undefined, limit: number): boolean {
   return (phase?.loadCpuBusy ?? 0) >= limit;
 }
@@ -67,6 +91,11 @@ export interface TargetSummary {
   halfOwnLoadBound?: number;
   /** Runs whose c50 phase had the load CPU saturated (`C50_LOAD_CPU_LIMIT`: its req/s then measures that CPU). */
   c50RunsLoadBound?: number;
+  /**
+   * Per peer, the runs whose comparison with it was left out of every ratio and difference: the speed
+   * probe's times moved by more than `SPEED_TOLERANCE` (`sameSpeed`).
+   */
+  speedLeftOut?: Record<SpeedPeer, number>;
   cpuUsPerReq?: number;
   cpuVsBare?: number;
   /**
@@ -97,6 +126,7 @@ export interface GoalResult {
 /** One measured run of a target, with the other targets measured in the same run. */
 interface RunAndPeers {
   m: RunMetrics;
+  /** Each peer only when its run and this one ran at the same speed (`sameSpeed`); undefined otherwise. */
   bare: RunMetrics | undefined;
   sim: RunMetrics | undefined;
   portkey: RunMetrics | undefined;
@@ -106,10 +136,27 @@ function runsOf(records: readonly RunRecord[], target: TargetName): RunAndPeers[
   const out: RunAndPeers[] = [];
   for (const r of records) {
     if (r.target !== target || !r.metrics) continue;
-    const same = (name: TargetName) => records.find((o) => o.run === r.run && o.target === name)?.metrics;
-    out.push({ m: r.metrics, bare: same('bare'), sim: same('sim'), portkey: same('portkey') });
+    const mine = r.metrics;
+    const same = (name: TargetName) => {
+      const peer = records.find((o) => o.run === r.run && o.target === name)?.metrics;
+      return peer && sameSpeed(mine, peer) ? peer : undefined;
+    };
+    out.push({ m: mine, bare: same('bare'), sim: same('sim'), portkey: same('portkey') });
   }
   return out;
+}
+
+type SpeedPeer = 'bare' | 'sim' | 'portkey';
+
+/** The runs of `target` measured next to `peer` whose speed probes say they do not compare. */
+function speedLeftOut(records: readonly RunRecord[], target: TargetName, peer: SpeedPeer): number {
+  let n = 0;
+  for (const r of records) {
+    if (r.target !== target || !r.metrics) continue;
+    const other = records.find((o) => o.run === r.run && o.target === peer)?.metrics;
+    if (other && !sameSpeed(r.metrics, other)) n++;
+  }
+  return n;
 }
 
 type Pick = (
@@ -192,6 +239,11 @@ export function summarize(
       halfOwnLoadBound: measured.filter((r) => loadBound(r.metrics?.openHalf, OPEN_LOOP_LOAD_CPU_LIMIT))
         .length,
       c50RunsLoadBound: measured.filter((r) => loadBound(r.metrics?.c50, C50_LOAD_CPU_LIMIT)).length,
+      speedLeftOut: {
+        bare: speedLeftOut(records, name, 'bare'),
+        sim: speedLeftOut(records, name, 'sim'),
+        portkey: speedLeftOut(records, name, 'portkey'),
+      },
       cpuUsPerReq: m((x) => x.cpuUsPerReq),
       cpuVsBare: median(cpuVsBareRuns),
       rpsVsBareRuns,
@@ -214,24 +266,39 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
     if ((s.name !== 'sqlite' && s.name !== 'postgres') || s.runsMeasured === 0) continue;
     const add = (goal: string, status: GoalStatus, value: string) =>
       out.push({ target: s.name, goal, status, value });
+    /** `n of m run(s) left out: …` for the runs whose comparison with `peer` the speed probe left out; '' for none. */
+    const speedLeft = (peer: SpeedPeer) => {
+      const n = s.speedLeftOut?.[peer] ?? 0;
+      const moved = Math.round((SPEED_TOLERANCE - 1) * 100);
+      return n === 0
+        ? ''
+        : `${n} of ${s.runsMeasured} run(s) left out: the CPU's speed moved by more than ${moved}%`;
+    };
+    const speedNote = (peer: SpeedPeer | undefined) => {
+      const left = peer === undefined ? '' : speedLeft(peer);
+      return left === '' ? '' : ` (${left})`;
+    };
     const check = (
       goal: string,
       value: number | undefined,
       ok: (v: number) => boolean,
       shown: (v: number) => string,
-    ) =>
-      value === undefined
-        ? add(goal, 'N/A', 'not measured')
-        : add(goal, ok(value) ? 'PASS' : 'FAIL', shown(value));
+      peer?: SpeedPeer,
+    ) => {
+      const note = speedNote(peer);
+      if (value === undefined)
+        add(goal, 'N/A', peer === undefined ? 'not measured' : speedLeft(peer) || 'not measured');
+      else add(goal, ok(value) ? 'PASS' : 'FAIL', `${shown(value)}${note}`);
+    };
 
-    if (s.rpsVsBare === undefined)
-      add('req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)', 'N/A', 'no bare proxy run');
+    const rpsGoal = 'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)';
+    if (s.rpsVsBare === undefined) add(rpsGoal, 'N/A', speedLeft('bare') || 'no bare proxy run');
     else {
       const r = s.rpsVsBare;
       add(
-        'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)',
+        rpsGoal,
         r >= 0.7 ? 'PASS' : r >= 0.5 ? 'FLOOR' : 'FAIL',
-        `${r.toFixed(2)}×${runsShown(s.rpsVsBareRuns)}`,
+        `${r.toFixed(2)}×${runsShown(s.rpsVsBareRuns)}${speedNote('bare')}`,
       );
     }
     check(
@@ -239,35 +306,41 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
       s.rpsVsPortkey,
       (v) => v >= 8,
       (v) => `${v.toFixed(1)}× (CPU ${s.cpuVsPortkey === undefined ? '—' : `${s.cpuVsPortkey.toFixed(1)}×`})`,
+      'portkey',
     );
     check(
       'gateway CPU per request ≤ 1.4× the bare proxy',
       s.cpuVsBare,
       (v) => v <= 1.4,
       (v) => `${v.toFixed(2)}×${runsShown(s.cpuVsBareRuns)}`,
+      'bare',
     );
     check(
       'unloaded added p50 over the upstream ≤ 250 µs',
       s.addedP50Us,
       (v) => v <= 250,
       (v) => `${v.toFixed(0)} µs`,
+      'sim',
     );
     check(
       `p99 at ${s.fixedRate}/s ≤ the bare proxy's + 1 ms`,
       s.fixedP99OverBareMs,
       (v) => v <= 1,
       (v) => `${signed(v, 2)} ms`,
+      'bare',
     );
     const halfGoal = "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms";
     const leftOutRuns = s.halfRunsLoadBound ?? 0;
     const leftOut = `${leftOutRuns} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${OPEN_LOOP_LOAD_CPU_LIMIT * 100}% busy`;
-    if (s.halfP99OverBareMs === undefined && leftOutRuns > 0) add(halfGoal, 'N/A', leftOut);
+    if (s.halfP99OverBareMs === undefined && leftOutRuns > 0)
+      add(halfGoal, 'N/A', `${leftOut}${speedNote('bare')}`);
     else
       check(
         halfGoal,
         s.halfP99OverBareMs,
         (v) => v <= 1,
         (v) => `${signed(v, 2)} ms${leftOutRuns > 0 ? ` (${leftOut})` : ''}`,
+        'bare',
       );
     check(
       'peak RSS under c50 ≤ 150 MB',

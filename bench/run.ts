@@ -26,9 +26,11 @@ import {
   type RunRecord,
   renderGoals,
   renderTable,
+  SPEED_TOLERANCE,
   summarize,
   writeResults,
 } from './report.js';
+import { probeSpeed } from './speed-probe.js';
 import { ALL_TARGETS, TARGET_LABELS, type TargetName } from './target-names.js';
 import { type RunningTarget, startTarget, tempDir, Unavailable } from './targets.js';
 
@@ -132,14 +134,17 @@ async function main(): Promise<void> {
         const metrics = await measure(
           target,
           loadgen,
-          { ...options, generator: closedLoop.generator },
+          { ...options, generator: closedLoop.generator, probeSpeed: () => probeSpeed(pinning.target) },
           (line) => log(`${label}: ${line}`),
         );
         records.push({ run, target: name, metrics });
         const err = metrics.errorRate > 0 ? `, errors ${(metrics.errorRate * 100).toFixed(2)}%` : '';
+        const speed = metrics.speedMs
+          ? `, speed probe ${metrics.speedMs.map((ms) => ms.toFixed(1)).join(' / ')} ms`
+          : '';
         log(
           `${label}: ${metrics.c50.rps.toFixed(0)} req/s, c1 p50 ${metrics.c1.latency.p50.toFixed(3)} ms, ` +
-            `CPU ${metrics.cpuUsPerReq?.toFixed(0) ?? '—'} µs/req${err}`,
+            `CPU ${metrics.cpuUsPerReq?.toFixed(0) ?? '—'} µs/req${speed}${err}`,
         );
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
@@ -178,6 +183,12 @@ async function main(): Promise<void> {
     if ((s.halfOwnLoadBound ?? 0) > 0) {
       process.stdout.write(
         `NOTE: ${s.label}: at half the maximum ${busy(OPEN_LOOP_LOAD_CPU_LIMIT)} in ${s.halfOwnLoadBound} of ${s.runsMeasured} run(s): its latency there queued on that CPU, left out of the p99 comparison\n`,
+      );
+    }
+    const speedLeft = s.speedLeftOut?.bare ?? 0;
+    if (speedLeft > 0) {
+      process.stdout.write(
+        `NOTE: ${s.label}: in ${speedLeft} of ${s.runsMeasured} run(s) the speed probe on the target's CPU moved by more than ${Math.round((SPEED_TOLERANCE - 1) * 100)}% (within the run or against the bare proxy's): left out of the ratios and differences\n`,
       );
     }
     if ((s.errorRate ?? 0) > 0.01) {

@@ -16,6 +16,8 @@ interface Figures {
   rss: number;
   /** How busy the load CPU was in the half-maximum phase (0..1). */
   halfLoad?: number;
+  /** The speed probe's times on the target's CPU, ms. */
+  speed?: number[];
 }
 
 const closed = (rps: number, p50: number): ClosedResult =>
@@ -34,6 +36,7 @@ function metrics(f: Figures): RunMetrics {
     dbCpuUsPerReq: undefined,
     peakRssMb: f.rss,
     errorRate: 0,
+    ...(f.speed ? { speedMs: f.speed } : {}),
   };
 }
 
@@ -160,5 +163,46 @@ describe('the benchmark report', () => {
     // Just under the threshold the run counts, and here it fails.
     const counted = goals(records([{ ...GOOD, halfP99: 50, halfLoad: 0.79 }]));
     expect(goal(counted, 'p99 at half').status).toBe('FAIL');
+  });
+
+  it("leaves a run out of every comparison when the speed probe says the CPU's speed moved", () => {
+    const steady = [10, 10.4, 10.1];
+    const bare = (speed: number[]) => ({ ...BARE, speed });
+    // Run 1: Tollgate measured while the CPU ran at half the bare proxy's speed (its figures show it);
+    // runs 2 and 3 at one speed.
+    const slow = { ...GOOD, rps: 2_000, cpu: 200, c1P50: 1, fixedP99: 9, halfP99: 90, speed: [20, 21, 20.5] };
+    const results = goals(
+      records(
+        [slow, { ...GOOD, speed: steady }, { ...GOOD, speed: steady }],
+        [bare(steady), bare(steady), bare(steady)],
+      ),
+    );
+    const left = "1 of 3 run(s) left out: the CPU's speed moved by more than 20%";
+    expect(goal(results, 'req/s at c50 ≥ 0.7×')).toMatchObject({
+      status: 'PASS',
+      value: `0.80× (per run 0.80 / 0.80) (${left})`,
+    });
+    expect(goal(results, 'gateway CPU')).toMatchObject({
+      status: 'PASS',
+      value: `1.30× (per run 1.30 / 1.30) (${left})`,
+    });
+    expect(goal(results, 'p99 at 200/s')).toMatchObject({ status: 'PASS', value: `+0.50 ms (${left})` });
+    expect(goal(results, 'p99 at half').status).toBe('PASS');
+    // The simulator was not probed here: the added p50 compares in every run (median 0.19 ms).
+    expect(goal(results, 'unloaded added p50').status).toBe('PASS');
+
+    // A speed that moved within Tollgate's own run (30% between two probes) leaves that run out too.
+    const within = goals(records([{ ...GOOD, rps: 2_000, speed: [10, 13, 10] }], [bare(steady)]));
+    expect(goal(within, 'req/s at c50 ≥ 0.7×')).toMatchObject({
+      status: 'N/A',
+      value: "1 of 1 run(s) left out: the CPU's speed moved by more than 20%",
+    });
+    expect(goal(within, 'gateway CPU').status).toBe('N/A');
+
+    // Within 20%, inside a run and between the two targets, the run counts (and here it fails).
+    const counted = goals(
+      records([{ ...GOOD, rps: 2_000, speed: [10, 11.9, 10.5] }], [bare([10.5, 10, 10.2])]),
+    );
+    expect(goal(counted, 'req/s at c50 ≥ 0.7×')).toMatchObject({ status: 'FAIL', value: '0.20×' });
   });
 });

@@ -1,0 +1,71 @@
+/**
+ * How fast a CPU runs right now: the time of one fixed piece of work, pinned to that CPU.
+ *
+ * On a shared virtual machine the speed of a CPU can change by 2–3× between the minutes in which one run
+ * measures two targets (docs/performance.md, "The numbers"): a ratio between them then measures the
+ * machine, not the targets. The benchmark runs this probe on the target's CPU before and after each
+ * target's phases, while the target is idle, so the report can leave out the comparisons of runs whose
+ * CPU did not run at one speed throughout (`bench/report.ts`, `sameSpeed`).
+ *
+ * The work is what a gateway does most of per call besides its system calls: JSON of a chat completion's
+ * size written and parsed back. It runs in a fresh `node` (pinned with `taskset` when the benchmark pins),
+ * in repetitions of ~10 ms on a fast machine; the median repetition is the figure, so the first ones,
+ * still compiling, do not count.
+ */
+import { execFileSync } from 'node:child_process';
+
+/** Repetitions of `ITERATIONS` round trips; the median one is reported. */
+const REPETITIONS = 15;
+const ITERATIONS = 2_000;
+
+const CHILD_SOURCE = `
+const answer = {
+  id: 'chatcmpl-0123456789abcdefghijklmnopqrs', object: 'chat.completion', created: 1764200000,
+  model: 'deepseek-chat',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'The quick brown fox jumps over the lazy dog. '.repeat(8) },
+    finish_reason: 'stop' }],
+  usage: { prompt_tokens: 12, completion_tokens: 56, total_tokens: 68 },
+};
+const times = [];
+let sink = 0;
+for (let rep = 0; rep < ${REPETITIONS}; rep++) {
+  const start = process.hrtime.bigint();
+  for (let i = 0; i < ${ITERATIONS}; i++) {
+    const copy = JSON.parse(JSON.stringify(answer));
+    copy.usage.total_tokens += i;
+    sink += copy.usage.total_tokens & 1;
+  }
+  times.push(Number(process.hrtime.bigint() - start) / 1e6);
+}
+times.sort((a, b) => a - b);
+process.stdout.write(JSON.stringify({ ms: times[Math.floor(times.length / 2)], sink }));
+`;
+
+/**
+ * Milliseconds the probe's repetition takes on `cpu` (unpinned when undefined): lower is faster.
+ * Throws when the probe cannot run or prints something else.
+ */
+export function probeSpeed(cpu: string | undefined): number {
+  const node = process.execPath;
+  const args = ['--input-type=commonjs', '-e', CHILD_SOURCE];
+  const [command, argv] = cpu === undefined ? [node, args] : ['taskset', ['-c', cpu, node, ...args]];
+  let out: string;
+  try {
+    out = execFileSync(command, argv, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (err) {
+    const stderr = String((err as { stderr?: unknown }).stderr ?? '').trim();
+    throw new Error(
+      `the speed probe failed${cpu === undefined ? '' : ` on CPU ${cpu}`}: ${stderr || String(err)}`,
+    );
+  }
+  let ms: unknown;
+  try {
+    ms = (JSON.parse(out) as { ms?: unknown }).ms;
+  } catch {
+    ms = undefined;
+  }
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+    throw new Error(`the speed probe printed ${JSON.stringify(out.slice(0, 200))}`);
+  }
+  return ms;
+}
