@@ -1,5 +1,5 @@
 /**
- * How fast a CPU runs right now: the time of one fixed piece of work, pinned to that CPU.
+ * How fast a CPU runs right now: the CPU time of one fixed piece of work, pinned to that CPU.
  *
  * On a shared virtual machine the speed of a CPU can change by 2–3× between the minutes in which one run
  * measures two targets (docs/performance.md, "The numbers"): a ratio between them then measures the
@@ -9,13 +9,15 @@
  *
  * The work is what a gateway does most of per call besides its system calls: JSON of a chat completion's
  * size written and parsed back. It runs in a fresh `node` (pinned with `taskset` when the benchmark pins),
- * in repetitions of ~10 ms on a fast machine; the median repetition is the figure, so the first ones,
- * still compiling, do not count.
+ * in repetitions of ~10 ms of CPU on a fast machine; the median repetition is the figure, so the first
+ * ones, still compiling, do not count. Each repetition is timed by its own CPU time (user + system), as
+ * the benchmark times the targets: another process sharing the CPU (the target's last work, a WAL
+ * checkpoint, a compile) takes turns with it but does not lengthen it, while a slower CPU does.
  */
 import { execFileSync } from 'node:child_process';
 
 /** Repetitions of `ITERATIONS` round trips; the median one is reported. */
-const REPETITIONS = 15;
+const REPETITIONS = 25;
 const ITERATIONS = 2_000;
 
 const CHILD_SOURCE = `
@@ -29,20 +31,21 @@ const answer = {
 const times = [];
 let sink = 0;
 for (let rep = 0; rep < ${REPETITIONS}; rep++) {
-  const start = process.hrtime.bigint();
+  const start = process.cpuUsage();
   for (let i = 0; i < ${ITERATIONS}; i++) {
     const copy = JSON.parse(JSON.stringify(answer));
     copy.usage.total_tokens += i;
     sink += copy.usage.total_tokens & 1;
   }
-  times.push(Number(process.hrtime.bigint() - start) / 1e6);
+  const used = process.cpuUsage(start);
+  times.push((used.user + used.system) / 1000);
 }
 times.sort((a, b) => a - b);
 process.stdout.write(JSON.stringify({ ms: times[Math.floor(times.length / 2)], sink }));
 `;
 
 /**
- * Milliseconds the probe's repetition takes on `cpu` (unpinned when undefined): lower is faster.
+ * Milliseconds of CPU the probe's repetition takes on `cpu` (unpinned when undefined): lower is faster.
  * Throws when the probe cannot run or prints something else.
  */
 export function probeSpeed(cpu: string | undefined): number {

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { probeSpeed } from '../../bench/speed-probe.js';
 
@@ -30,4 +30,26 @@ describe('the speed probe', () => {
     // No machine here has CPU 4095: taskset refuses, and the probe throws instead of returning a figure.
     expect(() => probeSpeed('4095')).toThrow(/the speed probe failed on CPU 4095/);
   });
+
+  it.skipIf(!hasTaskset())(
+    'is timed by its own CPU time, so a process sharing its CPU does not lengthen it',
+    async () => {
+      const alone = probeSpeed('0');
+      // A busy loop on the same CPU: timed by the clock, the probe took twice as long next to it.
+      const busy = spawn(
+        'taskset',
+        ['-c', '0', process.execPath, '-e', 'for (const end = Date.now() + 3000; Date.now() < end; );'],
+        {
+          stdio: 'ignore',
+        },
+      );
+      try {
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        const shared = probeSpeed('0');
+        expect(shared / alone).toBeLessThan(1.5);
+      } finally {
+        busy.kill();
+      }
+    },
+  );
 });
