@@ -16,18 +16,27 @@ interface Figures {
   rss: number;
   /** How busy the load CPU was in the half-maximum phase (0..1). */
   halfLoad?: number;
+  /** How busy the load CPU was in the c50 phase (0..1). */
+  c50Load?: number;
   /** The speed probe's times on the target's CPU, ms. */
   speed?: number[];
 }
 
-const closed = (rps: number, p50: number): ClosedResult =>
-  ({ rps, latency: { p50, p99: p50 * 2 }, ok: 1000, non200: 0, errors: 0 }) as unknown as ClosedResult;
+const closed = (rps: number, p50: number, loadCpuBusy?: number): ClosedResult =>
+  ({
+    rps,
+    latency: { p50, p99: p50 * 2 },
+    ok: 1000,
+    non200: 0,
+    errors: 0,
+    loadCpuBusy,
+  }) as unknown as ClosedResult;
 const open = (p99: number, loadCpuBusy = 0.3): OpenResult =>
   ({ latency: { p50: p99 / 4, p99 }, achievedRate: 100, loadCpuBusy }) as unknown as OpenResult;
 
 function metrics(f: Figures): RunMetrics {
   return {
-    c50: closed(f.rps, 1),
+    c50: closed(f.rps, 1, f.c50Load),
     c1: closed(1000, f.c1P50),
     openFixed: open(f.fixedP99),
     openHalf: open(f.halfP99, f.halfLoad),
@@ -204,5 +213,34 @@ describe('the benchmark report', () => {
       records([{ ...GOOD, rps: 2_000, speed: [10, 11.9, 10.5] }], [bare([10.5, 10, 10.2])]),
     );
     expect(goal(counted, 'req/s at c50 ≥ 0.7×')).toMatchObject({ status: 'FAIL', value: '0.20×' });
+  });
+
+  it('leaves a run out of the req/s and CPU ratios when the load CPU was saturated at c50 in either phase', () => {
+    // Run 1: the bare proxy's c50 capped at 6,000 req/s by the load CPU (99% busy), its CPU per request
+    // up; alone it would make Tollgate pass both goals. Runs 2 and 3 compare, and there it fails them.
+    const capped = { ...BARE, rps: 6_000, cpu: 80, c50Load: 0.99 };
+    const slow = { ...GOOD, rps: 6_000, cpu: 75 };
+    const results = goals(records([slow, slow, slow], [capped, BARE, BARE]));
+    const left = '1 of 3 run(s) left out: the load CPU ≥ 95% busy at c50';
+    expect(goal(results, 'req/s at c50 ≥ 0.7×')).toMatchObject({
+      status: 'FLOOR',
+      value: `0.60× (per run 0.60 / 0.60) (${left})`,
+    });
+    expect(goal(results, 'gateway CPU')).toMatchObject({
+      status: 'FAIL',
+      value: `1.50× (per run 1.50 / 1.50) (${left})`,
+    });
+
+    // Every run saturated: no verdict.
+    const none = goals(records([slow], [capped]));
+    expect(goal(none, 'req/s at c50 ≥ 0.7×')).toMatchObject({
+      status: 'N/A',
+      value: '1 of 1 run(s) left out: the load CPU ≥ 95% busy at c50',
+    });
+    expect(goal(none, 'gateway CPU').status).toBe('N/A');
+
+    // Just under 95% the run counts.
+    const counted = goals(records([slow], [{ ...capped, c50Load: 0.94 }]));
+    expect(goal(counted, 'req/s at c50 ≥ 0.7×')).toMatchObject({ status: 'PASS', value: '1.00×' });
   });
 });
