@@ -61,7 +61,9 @@ export async function measure(
   const speedMs: number[] = [];
   const probe = async () => {
     if (!options.probeSpeed) return;
-    // The target's last answers, a WAL checkpoint or a collection still running would share the CPU.
+    // Let the target's own work after a phase (its last answers, a WAL checkpoint, a collection) end first:
+    // the probe is timed by its CPU time, which sharing the CPU barely moves, but that work would still
+    // evict the probe's data from the caches.
     await sleep(PROBE_PAUSE_MS);
     speedMs.push(options.probeSpeed());
   };
