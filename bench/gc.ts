@@ -21,6 +21,7 @@ import {
   detectPinning,
   GENERATOR_FLAG,
   LoadGen,
+  NO_PIN_FLAG,
   pinSelf,
   ROOT,
 } from './processes.js';
@@ -34,7 +35,7 @@ const TARGETS = { sqlite: TARGET_LABELS.sqlite, bare: TARGET_LABELS.bare } as co
 const flags = readFlags('npm run bench:gc --', {
   only: { type: 'string', help: 'comma-separated targets: sqlite, bare (default sqlite,bare)' },
   phases: { type: 'string', help: `the load, phase by phase (default ${DEFAULT_PHASES})` },
-  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  'no-pin': NO_PIN_FLAG,
   generator: GENERATOR_FLAG,
   env: { type: 'string', help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=inline" },
 });

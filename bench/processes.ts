@@ -268,6 +268,9 @@ export function compileChildScripts(): void {
 
 // ── load generator ───────────────────────────────────────────────────────────
 
+/** The `--no-pin` flag, shared by the scripts that pin with `detectPinning`. */
+export const NO_PIN_FLAG = { type: 'boolean', help: 'do not pin processes to CPUs with taskset' } as const;
+
 /** The `--generator` flag's help text, shared by the scripts that run closed loops. */
 export const GENERATOR_FLAG = {
   type: 'string',

@@ -25,6 +25,7 @@ import {
   detectPinning,
   GENERATOR_FLAG,
   LoadGen,
+  NO_PIN_FLAG,
   pinSelf,
   ROOT,
   SIMULATOR_MAIN,
@@ -50,7 +51,7 @@ const flags = readFlags('npm run bench:profile --', {
   },
   warmup: { type: 'string', help: 'seconds of load before the heap profile starts (default 3)' },
   rate: { type: 'string', help: 'an open loop at this many requests/s instead of the closed loop' },
-  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  'no-pin': NO_PIN_FLAG,
 });
 const seconds = flags.number('duration', 8) || 8;
 const keep = flags.string('keep');

@@ -134,13 +134,18 @@ interface RunAndPeers {
   portkey: RunMetrics | undefined;
 }
 
+/** What `name` measured in run `run`, if it ran. */
+function peerOf(records: readonly RunRecord[], run: number, name: TargetName): RunMetrics | undefined {
+  return records.find((o) => o.run === run && o.target === name)?.metrics;
+}
+
 function runsOf(records: readonly RunRecord[], target: TargetName): RunAndPeers[] {
   const out: RunAndPeers[] = [];
   for (const r of records) {
     if (r.target !== target || !r.metrics) continue;
     const mine = r.metrics;
     const same = (name: TargetName) => {
-      const peer = records.find((o) => o.run === r.run && o.target === name)?.metrics;
+      const peer = peerOf(records, r.run, name);
       return peer && sameSpeed(mine, peer) ? peer : undefined;
     };
     out.push({ m: mine, bare: same('bare'), sim: same('sim'), portkey: same('portkey') });
@@ -155,7 +160,7 @@ function speedLeftOut(records: readonly RunRecord[], target: TargetName, peer: S
   let n = 0;
   for (const r of records) {
     if (r.target !== target || !r.metrics) continue;
-    const other = records.find((o) => o.run === r.run && o.target === peer)?.metrics;
+    const other = peerOf(records, r.run, peer);
     if (other && !sameSpeed(r.metrics, other)) n++;
   }
   return n;
@@ -282,95 +287,83 @@ export function evaluateGoals(summaries: readonly TargetSummary[]): GoalResult[]
     if ((s.name !== 'sqlite' && s.name !== 'postgres') || s.runsMeasured === 0) continue;
     const add = (goal: string, status: GoalStatus, value: string) =>
       out.push({ target: s.name, goal, status, value });
-    /** `n of m run(s) left out: …` for the runs whose comparison with `peer` the speed probe left out; '' for none. */
-    const speedLeft = (peer: SpeedPeer) => {
-      const n = s.speedLeftOut?.[peer] ?? 0;
-      const moved = Math.round((SPEED_TOLERANCE - 1) * 100);
-      return n === 0
-        ? ''
-        : `${n} of ${s.runsMeasured} run(s) left out: the CPU's speed moved by more than ${moved}%`;
-    };
-    const speedNote = (peer: SpeedPeer | undefined) => {
-      const left = peer === undefined ? '' : speedLeft(peer);
-      return left === '' ? '' : ` (${left})`;
-    };
+    /** `n of m run(s) left out: <why>` when n > 0; '' otherwise. */
+    const leftOut = (n: number | undefined, why: string) =>
+      (n ?? 0) > 0 ? `${n} of ${s.runsMeasured} run(s) left out: ${why}` : '';
+    const speedMoved = `the CPU's speed moved by more than ${Math.round((SPEED_TOLERANCE - 1) * 100)}%`;
+    const speedLeft = (peer: SpeedPeer) => leftOut(s.speedLeftOut?.[peer], speedMoved);
+    /**
+     * One goal line: the verdict and the figure, each reason runs were left out after it in parentheses;
+     * without a figure, `N/A` with those reasons (or `missing` when there are none).
+     */
     const check = (
       goal: string,
       value: number | undefined,
-      ok: (v: number) => boolean,
+      verdict: (v: number) => GoalStatus,
       shown: (v: number) => string,
-      peer?: SpeedPeer,
+      leftOutBecause: readonly string[] = [],
+      missing = 'not measured',
     ) => {
-      const note = speedNote(peer);
-      if (value === undefined)
-        add(goal, 'N/A', peer === undefined ? 'not measured' : speedLeft(peer) || 'not measured');
-      else add(goal, ok(value) ? 'PASS' : 'FAIL', `${shown(value)}${note}`);
+      const reasons = leftOutBecause.filter((t) => t !== '');
+      if (value === undefined) add(goal, 'N/A', reasons.join('; ') || missing);
+      else add(goal, verdict(value), `${shown(value)}${reasons.map((t) => ` (${t})`).join('')}`);
     };
+    const passIf = (ok: boolean): GoalStatus => (ok ? 'PASS' : 'FAIL');
 
-    const c50Left =
-      (s.c50RunsLeftOut ?? 0) > 0
-        ? `${s.c50RunsLeftOut} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${C50_LOAD_CPU_LIMIT * 100}% busy at c50`
-        : '';
-    /** Both reasons a run's c50 comparison was left out, as ` (…) (…)`; '' for none. */
-    const c50Notes = `${c50Left === '' ? '' : ` (${c50Left})`}${speedNote('bare')}`;
-    const c50Missing = [c50Left, speedLeft('bare')].filter((t) => t !== '').join('; ');
-
-    const rpsGoal = 'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)';
-    if (s.rpsVsBare === undefined) add(rpsGoal, 'N/A', c50Missing || 'no bare proxy run');
-    else {
-      const r = s.rpsVsBare;
-      add(
-        rpsGoal,
-        r >= 0.7 ? 'PASS' : r >= 0.5 ? 'FLOOR' : 'FAIL',
-        `${r.toFixed(2)}×${runsShown(s.rpsVsBareRuns)}${c50Notes}`,
-      );
-    }
+    const c50LeftOut = [
+      leftOut(s.c50RunsLeftOut, `the load CPU ≥ ${C50_LOAD_CPU_LIMIT * 100}% busy at c50`),
+      speedLeft('bare'),
+    ];
+    check(
+      'req/s at c50 ≥ 0.7× the bare proxy (floor 0.5×)',
+      s.rpsVsBare,
+      (r) => (r >= 0.7 ? 'PASS' : r >= 0.5 ? 'FLOOR' : 'FAIL'),
+      (r) => `${r.toFixed(2)}×${runsShown(s.rpsVsBareRuns)}`,
+      c50LeftOut,
+      'no bare proxy run',
+    );
     check(
       "req/s at c50 ≥ 8× Portkey's (and its CPU per request ÷ ours, for reference)",
       s.rpsVsPortkey,
-      (v) => v >= 8,
+      (v) => passIf(v >= 8),
       (v) => `${v.toFixed(1)}× (CPU ${s.cpuVsPortkey === undefined ? '—' : `${s.cpuVsPortkey.toFixed(1)}×`})`,
-      'portkey',
+      [speedLeft('portkey')],
     );
-    const cpuGoal = 'gateway CPU per request ≤ 1.4× the bare proxy';
-    if (s.cpuVsBare === undefined) add(cpuGoal, 'N/A', c50Missing || 'not measured');
-    else
-      add(
-        cpuGoal,
-        s.cpuVsBare <= 1.4 ? 'PASS' : 'FAIL',
-        `${s.cpuVsBare.toFixed(2)}×${runsShown(s.cpuVsBareRuns)}${c50Notes}`,
-      );
+    check(
+      'gateway CPU per request ≤ 1.4× the bare proxy',
+      s.cpuVsBare,
+      (v) => passIf(v <= 1.4),
+      (v) => `${v.toFixed(2)}×${runsShown(s.cpuVsBareRuns)}`,
+      c50LeftOut,
+    );
     check(
       'unloaded added p50 over the upstream ≤ 250 µs',
       s.addedP50Us,
-      (v) => v <= 250,
+      (v) => passIf(v <= 250),
       (v) => `${v.toFixed(0)} µs`,
-      'sim',
+      [speedLeft('sim')],
     );
     check(
       `p99 at ${s.fixedRate}/s ≤ the bare proxy's + 1 ms`,
       s.fixedP99OverBareMs,
-      (v) => v <= 1,
+      (v) => passIf(v <= 1),
       (v) => `${signed(v, 2)} ms`,
-      'bare',
+      [speedLeft('bare')],
     );
-    const halfGoal = "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms";
-    const leftOutRuns = s.halfRunsLoadBound ?? 0;
-    const leftOut = `${leftOutRuns} of ${s.runsMeasured} run(s) left out: the load CPU ≥ ${OPEN_LOOP_LOAD_CPU_LIMIT * 100}% busy`;
-    if (s.halfP99OverBareMs === undefined && leftOutRuns > 0)
-      add(halfGoal, 'N/A', `${leftOut}${speedNote('bare')}`);
-    else
-      check(
-        halfGoal,
-        s.halfP99OverBareMs,
-        (v) => v <= 1,
-        (v) => `${signed(v, 2)} ms${leftOutRuns > 0 ? ` (${leftOut})` : ''}`,
-        'bare',
-      );
+    check(
+      "p99 at half its maximum ≤ the bare proxy's (at half of its maximum) + 1 ms",
+      s.halfP99OverBareMs,
+      (v) => passIf(v <= 1),
+      (v) => `${signed(v, 2)} ms`,
+      [
+        leftOut(s.halfRunsLoadBound, `the load CPU ≥ ${OPEN_LOOP_LOAD_CPU_LIMIT * 100}% busy`),
+        speedLeft('bare'),
+      ],
+    );
     check(
       'peak RSS under c50 ≤ 150 MB',
       s.peakRssMb,
-      (v) => v <= 150,
+      (v) => passIf(v <= 150),
       (v) => `${v.toFixed(0)} MB`,
     );
     add('memory flat (±10%) over a 5-minute soak', 'N/A', 'measured by `npm run bench:soak`');

@@ -16,6 +16,7 @@ import {
   detectPinning,
   GENERATOR_FLAG,
   LoadGen,
+  NO_PIN_FLAG,
   pinSelf,
 } from './processes.js';
 import {
@@ -50,7 +51,7 @@ const flags = readFlags('npm run bench --', {
     type: 'string',
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
   },
-  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  'no-pin': NO_PIN_FLAG,
   generator: GENERATOR_FLAG,
   env: {
     type: 'string',

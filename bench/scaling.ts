@@ -38,6 +38,7 @@ import {
   detectPinning,
   GENERATOR_FLAG,
   LoadGen,
+  NO_PIN_FLAG,
   type Pinning,
   pinSelf,
 } from './processes.js';
@@ -62,7 +63,7 @@ const flags = readFlags('npm run bench:scaling --', {
   'max-usage': { type: 'string', help: 'most past requests, e.g. 100000 or 10m (default 10m)' },
   keys: { type: 'string', help: 'keys the requests are spread over (default 1000)' },
   connections: { type: 'string', help: 'closed-loop connections (default 50)' },
-  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  'no-pin': NO_PIN_FLAG,
   generator: GENERATOR_FLAG,
   env: {
     type: 'string',

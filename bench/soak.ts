@@ -17,6 +17,7 @@ import {
   detectPinning,
   GENERATOR_FLAG,
   LoadGen,
+  NO_PIN_FLAG,
   pinSelf,
 } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
@@ -32,7 +33,7 @@ const flags = readFlags('npm run bench:soak --', {
   },
   segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
   tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
-  'no-pin': { type: 'boolean', help: 'do not pin processes to CPUs with taskset' },
+  'no-pin': NO_PIN_FLAG,
   generator: GENERATOR_FLAG,
   env: {
     type: 'string',
