@@ -22,14 +22,77 @@ export function isProviderName(value: string): value is ProviderName {
 
 export type WireFormat = 'openai-compatible' | 'anthropic' | 'gemini';
 
-export type Role = 'system' | 'user' | 'assistant';
+/** The message roles of OpenAI's Chat Completions (the legacy `function` role arrives as `tool`). */
+export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
-export interface ChatMessage {
-  role: Role;
-  content: string;
+/** An image, inline (base64 of its bytes) or by reference (an http(s) URL the gateway never fetches). */
+export type ImageSource =
+  | { kind: 'data'; mediaType: string; data: string }
+  | { kind: 'url'; url: string };
+
+/**
+ * One part of a user message that is not text alone. Text-only content is always a plain string: parts
+ * appear only when a message carries an image, audio or a file.
+ *
+ * @see https://platform.openai.com/docs/api-reference/chat/create#chat-create-messages
+ */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image'; image: ImageSource; detail: 'auto' | 'low' | 'high' | undefined }
+  /** `input_audio`: base64 of the audio bytes; `format` as OpenAI names it (`wav`, `mp3`). */
+  | { type: 'audio'; data: string; format: string }
+  /**
+   * `file`: inline (`data` is base64, `mediaType` read off its data URL) or an upstream file id (which only
+   * an OpenAI-compatible upstream can resolve).
+   */
+  | { type: 'file'; data: string | undefined; mediaType: string | undefined; fileId: string | undefined; filename: string | undefined };
+
+/** A function call the assistant made. `arguments` is the JSON text exactly as the model wrote it. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
 
-/** Sampling controls passed through to the upstream, translated per wire format. */
+/**
+ * A conversation message, normalised: text-only content is a string (parts joined with newlines),
+ * `content: null` survives only on an assistant message that made tool calls.
+ */
+export type ChatMessage =
+  | { role: 'system' | 'developer'; content: string; name?: string }
+  | { role: 'user'; content: string | ContentPart[]; name?: string }
+  | { role: 'assistant'; content: string | null; toolCalls?: ToolCall[]; refusal?: string; name?: string }
+  /** A tool's result, paired with its call by `toolCallId`; `name` is the function's name (from the call). */
+  | { role: 'tool'; toolCallId: string; name: string; content: string };
+
+/** A function the model may call. `parameters` is a JSON Schema object. */
+export interface ToolDefinition {
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+  strict?: boolean;
+}
+
+export type ToolChoice =
+  | { type: 'auto' }
+  | { type: 'none' }
+  | { type: 'required' }
+  | { type: 'function'; name: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      name: string;
+      description?: string;
+      schema?: Record<string, unknown>;
+      strict?: boolean;
+    };
+
+export type ReasoningEffort = 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh';
+
+/** Sampling controls: a format that lacks one leaves it out and names it in `UpstreamHttpRequest.dropped`. */
 export interface SamplingParams {
   temperature?: number;
   top_p?: number;
@@ -38,14 +101,65 @@ export interface SamplingParams {
   frequency_penalty?: number;
   seed?: number;
   user?: string;
+  logit_bias?: Record<string, number>;
 }
 
-/** What the gateway asks one upstream for. `maxTokens` is always set: it is what the hold covers. */
-export interface UpstreamChatRequest {
+/**
+ * OpenAI request fields with no translation: an OpenAI-compatible upstream gets them as they came; the
+ * other formats refuse or drop each as `OPENAI_ONLY_FIELDS` says.
+ */
+export interface OpenAIOnlyFields {
+  metadata?: Record<string, string>;
+  prediction?: unknown;
+  service_tier?: string;
+  store?: boolean;
+  prompt_cache_key?: string;
+  safety_identifier?: string;
+  verbosity?: string;
+  web_search_options?: unknown;
+}
+
+/** What a format without an equivalent does with each `OpenAIOnlyFields` field. */
+export const OPENAI_ONLY_FIELDS: Readonly<Record<keyof OpenAIOnlyFields, 'refuse' | 'drop'>> = Object.freeze({
+  metadata: 'drop',
+  prediction: 'drop',
+  service_tier: 'drop',
+  store: 'drop',
+  prompt_cache_key: 'drop',
+  safety_identifier: 'drop',
+  verbosity: 'drop',
+  // Searching the web changes what the answer is.
+  web_search_options: 'refuse',
+});
+
+/** Everything about a call except its completion cap: what an adapter checks before money is held. */
+export interface UpstreamCallSpec {
   model: string;
   messages: ChatMessage[];
-  maxTokens: number;
   params: SamplingParams;
+  tools: ToolDefinition[] | undefined;
+  toolChoice: ToolChoice | undefined;
+  parallelToolCalls: boolean | undefined;
+  responseFormat: ResponseFormat | undefined;
+  /** Number of choices; 1 unless the caller asked for more. */
+  n: number;
+  /** Log probabilities of the output tokens; `top` is `top_logprobs` (0–20) when given. */
+  logprobs: { top: number | undefined } | undefined;
+  reasoningEffort: ReasoningEffort | undefined;
+  openai: OpenAIOnlyFields;
+}
+
+/** What the gateway asks one upstream for. `maxTokens` is always set (per choice): it is what the hold covers. */
+export interface UpstreamChatRequest extends UpstreamCallSpec {
+  maxTokens: number;
+}
+
+/** A request setting a wire format cannot honour: the call is refused (400 `unsupported_parameter`). */
+export interface Refusal {
+  /** The request field, as OpenAI's `error.param` names it (`n`, `logprobs`, `messages[2].content[1]`). */
+  param: string;
+  /** Why, in a sentence that names the wire format (the gateway adds the provider). */
+  message: string;
 }
 
 /** OpenAI's finish reasons; every adapter maps its upstream's reasons onto these. */
@@ -55,11 +169,28 @@ export type FinishReason = 'stop' | 'length' | 'content_filter' | 'tool_calls';
 export interface UpstreamUsage {
   promptTokens: number | undefined;
   completionTokens: number | undefined;
+  /** Prompt tokens read from the upstream's cache (part of `promptTokens`). */
+  cachedPromptTokens?: number | undefined;
+  /** Reasoning (thinking) tokens (part of `completionTokens`: billed as output). */
+  reasoningTokens?: number | undefined;
+}
+
+/** One choice of an answer. */
+export interface ChoiceResult {
+  /** What the assistant said; `null` when it said nothing (only tool calls, or nothing at all). */
+  text: string | null;
+  /** Tool calls, in order; empty when none. */
+  toolCalls: ToolCall[];
+  /** The model's refusal message, when the upstream reports one apart from the text. */
+  refusal?: string;
+  finishReason: FinishReason;
+  /** OpenAI's `choices[].logprobs` object (`{content: [...]}`), when log probabilities were asked for. */
+  logprobs?: Record<string, unknown> | null;
 }
 
 export interface ChatResult {
-  text: string;
-  finishReason: FinishReason;
+  /** At least one. */
+  choices: ChoiceResult[];
   usage: UpstreamUsage;
   /** The model name the upstream says served the call, when it says one. */
   model: string | undefined;
@@ -71,10 +202,11 @@ export interface UpstreamHttpRequest {
   headers: Record<string, string>;
   body: string;
   /**
-   * Request settings the wire format cannot express (e.g. `seed` for Anthropic). Adapters never drop a
-   * setting silently: they leave it out of the body and say so here. Absent or empty: nothing was dropped.
+   * Request fields the wire format cannot express and that do not change what the answer is (sampling
+   * knobs such as `seed` for Anthropic), named as OpenAI names them. Adapters never drop a setting
+   * silently: the caller sees these in `x-tollgate-dropped-params`. Absent or empty: nothing was dropped.
    */
-  warnings?: string[];
+  dropped?: string[];
 }
 
 /** The raw upstream answer as the HTTP client returns it. */
@@ -104,6 +236,8 @@ export interface ProviderConfig {
   /** Time allowed to open the connection to the upstream. */
   connectTimeoutMs: number;
   inAutoRotation: boolean;
+  /** Upper bound of the prompt tokens one image costs on this provider (holds count images by it). */
+  imageTokens: number;
 }
 
 export type UpstreamFailureKind =
@@ -144,11 +278,17 @@ export class UpstreamError extends Error {
 /** One wire format: pure functions, no I/O. */
 export interface ProviderAdapter {
   readonly wireFormat: WireFormat;
+  /**
+   * The first setting of the call this format cannot honour (it would change what the answer is), or
+   * `undefined`. Called before any money is held: a refused call reaches no upstream and costs nothing.
+   */
+  refusal(provider: ProviderConfig, spec: UpstreamCallSpec): Refusal | undefined;
+  /** Builds the upstream request of a call `refusal` accepted. */
   buildRequest(provider: ProviderConfig, request: UpstreamChatRequest): UpstreamHttpRequest;
   /**
-   * Reads an upstream answer. Returns the completion for a usable 2xx answer; throws `UpstreamError`
-   * (kind by status: 429 → rate_limited, 5xx → server_error, 401/403 → auth, other 4xx → rejected,
-   * unreadable 2xx → bad_response) otherwise.
+   * Reads an upstream answer to `request`. Returns the completion for a usable 2xx answer; throws
+   * `UpstreamError` (kind by status: 429 → rate_limited, 5xx → server_error, 401/403 → auth, other 4xx →
+   * rejected, unreadable 2xx → bad_response) otherwise.
    */
-  parseResponse(provider: ProviderConfig, response: UpstreamHttpResponse): ChatResult;
+  parseResponse(provider: ProviderConfig, response: UpstreamHttpResponse, request: UpstreamChatRequest): ChatResult;
 }

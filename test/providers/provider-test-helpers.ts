@@ -31,6 +31,7 @@ export function providerConfig(
     timeoutMs: 30_000,
     connectTimeoutMs: 5_000,
     inAutoRotation: true,
+    imageTokens: 1600,
   };
 }
 
@@ -42,8 +43,23 @@ export const CONVERSATION: ChatMessage[] = [
   { role: 'user', content: 'Say more.' },
 ];
 
+/** A call with nothing but the conversation set; `overrides` adds tools, images, formats and so on. */
 export function chatRequest(overrides: Partial<UpstreamChatRequest> = {}): UpstreamChatRequest {
-  return { model: 'test-model', messages: CONVERSATION, maxTokens: 256, params: {}, ...overrides };
+  return {
+    model: 'test-model',
+    messages: CONVERSATION,
+    maxTokens: 256,
+    params: {},
+    tools: undefined,
+    toolChoice: undefined,
+    parallelToolCalls: undefined,
+    responseFormat: undefined,
+    n: 1,
+    logprobs: undefined,
+    reasoningEffort: undefined,
+    openai: {},
+    ...overrides,
+  };
 }
 
 /** A recorded upstream body from `__fixtures__/`, as text (the way the HTTP client hands it over). */
