@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   invalid_messages: { status: 400, type: 'invalid_request_error' },
   streaming_not_supported: { status: 400, type: 'invalid_request_error' },
   invalid_request: { status: 400, type: 'invalid_request_error' },
+  unsupported_parameter: { status: 400, type: 'invalid_request_error' },
   invalid_json: { status: 400, type: 'invalid_request_error' },
   invalid_provider: { status: 400, type: 'invalid_request_error' },
   model_provider_mismatch: { status: 400, type: 'invalid_request_error' },

@@ -1,19 +1,45 @@
-import { nanoDecimal, nanoToUsd } from '../billing/money.js';
+import { nanoToUsd } from '../billing/money.js';
 import type { ChatCompletion } from '../gateway/types.js';
+import type { ChoiceResult } from '../providers/types.js';
 
-/** Spec §2.4: the `chat.completion` body with Tollgate's `meta`. */
+interface WireToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+interface WireMessage {
+  role: 'assistant';
+  content: string | null;
+  refusal?: string;
+  tool_calls?: WireToolCall[];
+  /** Legacy form, when the caller asked with `functions`. */
+  function_call?: { name: string; arguments: string };
+}
+
+interface WireChoice {
+  index: number;
+  message: WireMessage;
+  logprobs?: Record<string, unknown> | null;
+  finish_reason: string;
+}
+
+/** The `chat.completion` body of docs/api.md, with Tollgate's `meta`. */
 export interface ChatCompletionBody {
   id: string;
   object: 'chat.completion';
   created: number;
   model: string;
-  choices: Array<{
-    index: number;
-    message: { role: 'assistant'; content: string };
-    finish_reason: string;
-  }>;
+  choices: WireChoice[];
   /** `cost` (USD, = meta.cost.total) is where OpenRouter-style tooling looks for a call's cost. */
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: number };
+  usage: {
+    prompt_tokens: number;
+    completion_tokens: number;
+    total_tokens: number;
+    prompt_tokens_details?: { cached_tokens: number };
+    completion_tokens_details?: { reasoning_tokens: number };
+    cost: number;
+  };
   meta: {
     provider: string;
     cost: { input: number; output: number; total: number };
@@ -22,23 +48,50 @@ export interface ChatCompletionBody {
   };
 }
 
+function wireChoice(choice: ChoiceResult, index: number, c: ChatCompletion): WireChoice {
+  const message: WireMessage = { role: 'assistant', content: choice.text };
+  if (choice.refusal !== undefined) message.refusal = choice.refusal;
+  let finish: string = choice.finishReason;
+  const first = choice.toolCalls[0];
+  if (c.legacyFunctions && first !== undefined) {
+    // A legacy caller gets one call, as `functions` could only ever make one.
+    message.function_call = { name: first.name, arguments: first.arguments };
+    if (finish === 'tool_calls') finish = 'function_call';
+  } else if (choice.toolCalls.length > 0) {
+    message.tool_calls = choice.toolCalls.map((call) => ({
+      id: call.id,
+      type: 'function',
+      function: { name: call.name, arguments: call.arguments },
+    }));
+  }
+  const out: WireChoice = { index, message, finish_reason: finish };
+  if (c.logprobs) out.logprobs = choice.logprobs ?? null;
+  return out;
+}
+
 export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
   const input = nanoToUsd(c.inputCostNano);
   const output = nanoToUsd(c.outputCostNano);
-  // Spec §2.4 rule 1: total is exactly input + output as JavaScript numbers.
+  // docs/api.md: total is exactly input + output as JavaScript numbers.
   const total = input + output;
+  const usage: ChatCompletionBody['usage'] = {
+    prompt_tokens: c.promptTokens,
+    completion_tokens: c.completionTokens,
+    total_tokens: c.promptTokens + c.completionTokens,
+    cost: total,
+  };
+  if (c.cachedPromptTokens !== undefined)
+    usage.prompt_tokens_details = { cached_tokens: c.cachedPromptTokens };
+  if (c.reasoningTokens !== undefined) {
+    usage.completion_tokens_details = { reasoning_tokens: c.reasoningTokens };
+  }
   return {
     id: c.id,
     object: 'chat.completion',
     created: c.created,
     model: c.model,
-    choices: [{ index: 0, message: { role: 'assistant', content: c.text }, finish_reason: c.finishReason }],
-    usage: {
-      prompt_tokens: c.promptTokens,
-      completion_tokens: c.completionTokens,
-      total_tokens: c.promptTokens + c.completionTokens,
-      cost: total,
-    },
+    choices: c.choices.map((choice, index) => wireChoice(choice, index, c)),
+    usage,
     meta: {
       provider: c.provider,
       cost: { input, output, total },
@@ -46,64 +99,4 @@ export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
       duration_ms: c.durationMs,
     },
   };
-}
-
-/**
- * `JSON.stringify(chatCompletionBody(c))`, written out: the same text byte for byte
- * (test/unit/chat-completion-json.test.ts compares the two on generated completions), without building
- * the nested object and walking it. The answer's text goes through `JSON.stringify`, the short strings
- * through `jsonString`; numbers are written as JSON writes them (`String` of a finite number, `null`
- * otherwise, as `JSON.stringify` does; dollar figures by `usdJson`).
- * `chatCompletionBody` stays the readable definition of the body.
- */
-export function chatCompletionJson(c: ChatCompletion): string {
-  const input = nanoToUsd(c.inputCostNano);
-  const output = nanoToUsd(c.outputCostNano);
-  // Spec §2.4 rule 1: total is input + output as JavaScript numbers. When that sum is also the correctly
-  // rounded quotient of the summed nanodollars (nearly always), the two write the same text.
-  const sumNano = c.inputCostNano + c.outputCostNano;
-  const sum = input + output;
-  const total = sum === nanoToUsd(sumNano) ? usdJson(sumNano) : num(sum);
-  return (
-    `{"id":${jsonString(c.id)},"object":"chat.completion","created":${num(c.created)},` +
-    `"model":${jsonString(c.model)},"choices":[{"index":0,"message":{"role":"assistant",` +
-    `"content":${JSON.stringify(c.text)}},"finish_reason":${jsonString(c.finishReason)}}],` +
-    `"usage":{"prompt_tokens":${num(c.promptTokens)},"completion_tokens":${num(c.completionTokens)},` +
-    `"total_tokens":${num(c.promptTokens + c.completionTokens)},"cost":${total}},` +
-    `"meta":{"provider":${jsonString(c.provider)},"cost":{"input":${usdJson(c.inputCostNano)},` +
-    `"output":${usdJson(c.outputCostNano)},"total":${total}},"balance":${usdJson(c.balanceNano)},` +
-    `"duration_ms":${num(c.durationMs)}}}`
-  );
-}
-
-/**
- * `JSON.stringify` of a short string: the id, the model, the finish reason and the provider, which are
- * printable ASCII without quotes or backslashes nearly always, and then are written between quotes as they
- * are (a native `JSON.stringify` call costs more than the loop for such strings: docs/performance.md,
- * twentieth round). Anything else — control characters, `"` or `\`, non-ASCII — goes to `JSON.stringify`.
- */
-function jsonString(s: string): string {
-  for (let i = 0; i < s.length; i++) {
-    const code = s.charCodeAt(i);
-    if (code < 0x20 || code > 0x7e || code === 0x22 || code === 0x5c) return JSON.stringify(s);
-  }
-  return `"${s}"`;
-}
-
-/** A number as JSON writes it. */
-function num(n: number): string {
-  return Number.isFinite(n) ? String(n) : 'null';
-}
-
-/**
- * `num(nanoToUsd(nano))`, the dollar figure as JSON writes it, made from the integer without V8's
- * shortest-round-trip conversion of a fraction (docs/performance.md, twentieth round). For a whole number
- * of nanodollars from 1000 (10^-6 USD: below it JavaScript writes an exponent) up to 10^15, the quotient's
- * exact decimal has at most 15 significant digits, and a decimal of at most 15 significant digits is the
- * shortest text that reads back as its double — the text `String` writes. So it is the nanodollars with the
- * point moved nine places and the trailing zeros dropped (`nanoDecimal`). Every other amount goes through
- * `num`.
- */
-export function usdJson(nano: number): string {
-  return nano >= 1000 && nano < 1e15 && Number.isInteger(nano) ? nanoDecimal(nano) : num(nanoToUsd(nano));
 }

@@ -7,7 +7,7 @@ import type { Gateway } from '../gateway/gateway.js';
 import { newCompletionId } from '../gateway/ids.js';
 import type { RequestContext } from '../gateway/types.js';
 import type { ProviderName } from '../providers/types.js';
-import { chatCompletionJson } from './chat-completion-body.js';
+import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
@@ -173,10 +173,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       // Set before send: the metrics onResponse hook may run before `finally` does.
       request.provider = context.provider;
       if (completion.replayed) reply.header('idempotent-replayed', 'true');
+      if (completion.droppedParams.length > 0) {
+        reply.header('x-tollgate-dropped-params', completion.droppedParams.join(','));
+      }
       return reply
         .code(200)
         .type('application/json; charset=utf-8')
-        .send(utf8Bytes(chatCompletionJson(completion)));
+        .send(utf8Bytes(JSON.stringify(chatCompletionBody(completion))));
     } finally {
       request.provider = context?.provider;
       request.finish();

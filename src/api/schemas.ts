@@ -19,19 +19,137 @@ export const textPartSchema: Schema = {
   properties: { type: { const: 'text' }, text: { type: 'string' } },
 };
 
-export const messageSchema: Schema = {
+/** `{type, <type>: {...}}` parts: the `type` names the one property that must be there. */
+function part(type: string, body: Schema): Schema {
+  return { type: 'object', required: ['type', type], properties: { type: { const: type }, [type]: body } };
+}
+
+/**
+ * A content part of any role; which parts a role may carry is checked after the schema (a system
+ * message takes text only, a user message text, images, audio and files, an assistant message text and
+ * refusals).
+ */
+export const contentPartSchema: Schema = {
   type: 'object',
-  required: ['role', 'content'],
+  required: ['type'],
+  properties: { type: { enum: ['text', 'image_url', 'input_audio', 'file', 'refusal'] } },
+  // The part's `type` picks the one branch it is checked against (and the one an error is about).
+  discriminator: { propertyName: 'type' },
+  oneOf: [
+    textPartSchema,
+    part('image_url', {
+      type: 'object',
+      required: ['url'],
+      properties: {
+        url: { type: 'string', minLength: 1, description: 'A data: URL (base64) or an http(s) URL.' },
+        detail: { enum: ['auto', 'low', 'high'] },
+      },
+    }),
+    part('input_audio', {
+      type: 'object',
+      required: ['data', 'format'],
+      properties: { data: { type: 'string', minLength: 1 }, format: { enum: ['wav', 'mp3'] } },
+    }),
+    part('file', {
+      type: 'object',
+      properties: {
+        file_data: { type: 'string', minLength: 1, description: 'A data: URL (base64).' },
+        file_id: { type: 'string', minLength: 1 },
+        filename: { type: 'string' },
+      },
+    }),
+    part('refusal', { type: 'string' }),
+  ],
+};
+
+const shortString: Schema = { type: 'string', minLength: 1, maxLength: 256 };
+const functionName: Schema = { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' };
+
+export const toolCallSchema: Schema = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
   properties: {
-    role: { enum: ['system', 'user', 'assistant'] },
-    content: {
-      description: 'The message text, or an array of text parts (joined with newlines).',
-      anyOf: [{ type: 'string' }, { type: 'array', minItems: 1, items: textPartSchema }],
+    id: shortString,
+    type: { const: 'function' },
+    function: {
+      type: 'object',
+      required: ['name', 'arguments'],
+      properties: { name: functionName, arguments: { type: 'string' } },
     },
   },
 };
 
-const shortString: Schema = { type: 'string', minLength: 1, maxLength: 256 };
+export const messageSchema: Schema = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { enum: ['system', 'developer', 'user', 'assistant', 'tool', 'function'] },
+    content: {
+      description:
+        'The message text, or an array of parts (text parts are joined with newlines). null only on an ' +
+        'assistant message with tool_calls.',
+      anyOf: [{ type: 'string' }, { type: 'array', minItems: 1, items: contentPartSchema }, { type: 'null' }],
+    },
+    name: shortString,
+    tool_calls: { type: 'array', maxItems: 128, items: toolCallSchema },
+    tool_call_id: { ...shortString, description: 'On a tool message: the id of the call it answers.' },
+    function_call: {
+      description: 'Legacy form of one tool call.',
+      anyOf: [
+        {
+          type: 'object',
+          required: ['name', 'arguments'],
+          properties: { name: functionName, arguments: { type: 'string' } },
+        },
+        { type: 'null' },
+      ],
+    },
+    refusal: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+  },
+};
+
+const functionSchema: Schema = {
+  type: 'object',
+  required: ['name'],
+  properties: {
+    name: functionName,
+    description: { type: 'string' },
+    parameters: { type: 'object', description: 'A JSON Schema of the arguments.' },
+    strict: nullable({ type: 'boolean' }),
+  },
+};
+
+export const toolSchema: Schema = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: { type: { const: 'function' }, function: functionSchema },
+};
+
+export const responseFormatSchema: Schema = {
+  anyOf: [
+    { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'json_object'] } } },
+    {
+      type: 'object',
+      required: ['type', 'json_schema'],
+      properties: {
+        type: { const: 'json_schema' },
+        json_schema: {
+          type: 'object',
+          required: ['name'],
+          properties: {
+            name: functionName,
+            description: { type: 'string' },
+            schema: { type: 'object' },
+            strict: nullable({ type: 'boolean' }),
+          },
+        },
+      },
+    },
+  ],
+};
+
+/** Most choices (`n`) one request may ask for. */
+export const MAX_CHOICES = 8;
 
 export function chatRequestSchema(limits: RequestLimits): Schema {
   const cap: Schema = { type: 'integer', minimum: 1, maximum: limits.maxTokensCeiling };
@@ -60,6 +178,59 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
         ],
       }),
       user: nullable(shortString),
+      tools: nullable({ type: 'array', maxItems: 128, items: toolSchema }),
+      tool_choice: nullable({
+        anyOf: [
+          { enum: ['none', 'auto', 'required'] },
+          {
+            type: 'object',
+            required: ['type', 'function'],
+            properties: {
+              type: { const: 'function' },
+              function: { type: 'object', required: ['name'], properties: { name: functionName } },
+            },
+          },
+        ],
+      }),
+      parallel_tool_calls: nullable({ type: 'boolean' }),
+      functions: {
+        ...nullable({ type: 'array', minItems: 1, maxItems: 128, items: functionSchema }),
+        description: 'Legacy form of tools.',
+      },
+      function_call: {
+        ...nullable({
+          anyOf: [
+            { enum: ['none', 'auto'] },
+            { type: 'object', required: ['name'], properties: { name: functionName } },
+          ],
+        }),
+        description: 'Legacy form of tool_choice.',
+      },
+      response_format: nullable(responseFormatSchema),
+      n: nullable({ type: 'integer', minimum: 1, maximum: MAX_CHOICES }),
+      logprobs: nullable({ type: 'boolean' }),
+      top_logprobs: nullable({ type: 'integer', minimum: 0, maximum: 20 }),
+      reasoning_effort: nullable({ enum: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] }),
+      logit_bias: nullable({
+        type: 'object',
+        maxProperties: 300,
+        additionalProperties: { type: 'number', minimum: -100, maximum: 100 },
+      }),
+      metadata: nullable({
+        type: 'object',
+        maxProperties: 16,
+        additionalProperties: { type: 'string', maxLength: 512 },
+      }),
+      modalities: nullable({ type: 'array', items: { enum: ['text', 'audio'] } }),
+      audio: nullable({ type: 'object' }),
+      prediction: nullable({ type: 'object' }),
+      service_tier: nullable(shortString),
+      store: nullable({ type: 'boolean' }),
+      prompt_cache_key: nullable({ type: 'string', maxLength: 1024 }),
+      safety_identifier: nullable(shortString),
+      verbosity: nullable({ enum: ['low', 'medium', 'high'] }),
+      web_search_options: nullable({ type: 'object' }),
+      stream_options: nullable({ type: 'object' }),
     },
   };
 }
@@ -77,7 +248,7 @@ export const chatCompletionSchema: Schema = {
     choices: {
       type: 'array',
       minItems: 1,
-      maxItems: 1,
+      maxItems: MAX_CHOICES,
       items: {
         type: 'object',
         required: ['index', 'message', 'finish_reason'],
@@ -86,9 +257,20 @@ export const chatCompletionSchema: Schema = {
           message: {
             type: 'object',
             required: ['role', 'content'],
-            properties: { role: { const: 'assistant' }, content: { type: 'string' } },
+            properties: {
+              role: { const: 'assistant' },
+              content: { anyOf: [{ type: 'string' }, { type: 'null' }] },
+              refusal: { type: 'string' },
+              tool_calls: { type: 'array', items: toolCallSchema },
+              function_call: {
+                type: 'object',
+                required: ['name', 'arguments'],
+                properties: { name: { type: 'string' }, arguments: { type: 'string' } },
+              },
+            },
           },
-          finish_reason: { enum: ['stop', 'length', 'content_filter', 'tool_calls'] },
+          logprobs: { anyOf: [{ type: 'object' }, { type: 'null' }] },
+          finish_reason: { enum: ['stop', 'length', 'content_filter', 'tool_calls', 'function_call'] },
         },
       },
     },
@@ -99,6 +281,14 @@ export const chatCompletionSchema: Schema = {
         prompt_tokens: { type: 'integer', minimum: 0 },
         completion_tokens: { type: 'integer', minimum: 0 },
         total_tokens: { type: 'integer', minimum: 0 },
+        prompt_tokens_details: {
+          type: 'object',
+          properties: { cached_tokens: { type: 'integer', minimum: 0 } },
+        },
+        completion_tokens_details: {
+          type: 'object',
+          properties: { reasoning_tokens: { type: 'integer', minimum: 0 } },
+        },
         cost: { ...money, description: 'Cost of the call in US dollars (= meta.cost.total).' },
       },
     },

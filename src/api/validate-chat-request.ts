@@ -1,27 +1,34 @@
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { GatewayError } from '../errors.js';
 import type { ChatRequest } from '../gateway/types.js';
-import type { ChatMessage, Role, SamplingParams } from '../providers/types.js';
+import type {
+  OpenAIOnlyFields,
+  ReasoningEffort,
+  ResponseFormat,
+  SamplingParams,
+  ToolChoice,
+  ToolDefinition,
+} from '../providers/types.js';
+import { MESSAGES_REQUIRED, normalizeMessages } from './normalize-messages.js';
 import { chatRequestSchema, type RequestLimits } from './schemas.js';
 
 export type ValidationLimits = RequestLimits;
 
-const MESSAGES_REQUIRED = 'Messages array is required';
-
 type Schema = Record<string, unknown>;
 type Body = Record<string, unknown>;
-type WireMessage = { role: Role; content: string | Array<{ text: string }> };
 
 /**
  * Validates chat-completion bodies with the JSON Schema that `/api/v1/openapi.json` publishes
- * (`chatRequestSchema`), so the document and the server cannot disagree. A failing body becomes one
- * error, in DESIGN.md's precedence: messages (400 invalid_messages, the spec's message) → stream (400
- * streaming_not_supported) → the other fields (400 invalid_request naming the field). Unknown fields are
- * ignored, as OpenAI clients send more than Tollgate uses.
+ * (`chatRequestSchema`), so the document and the server cannot disagree, then checks what a schema cannot
+ * say (each role's shape, tool results paired with their calls, a tool choice naming an offered tool). A
+ * failing body becomes one error, in the documented precedence (docs/api.md): messages (400
+ * invalid_messages, the spec's message) → stream (400 streaming_not_supported) → the other fields (400
+ * invalid_request naming the field). Unknown fields are ignored, as OpenAI clients send more than
+ * Tollgate uses.
  */
 export function createChatRequestValidator(limits: ValidationLimits): (body: unknown) => ChatRequest {
   const schema = chatRequestSchema(limits);
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
+  const ajv = new Ajv2020({ allErrors: true, strict: true, discriminator: true });
   const check = ajv.compile(schema);
   const expectations = describeFields(schema);
   return (body) => {
@@ -30,12 +37,102 @@ export function createChatRequestValidator(limits: ValidationLimits): (body: unk
   };
 }
 
-/** The request once the schema has accepted it: `content` parts joined with newlines, nulls dropped. */
+function invalidRequest(param: string, message: string): GatewayError {
+  return new GatewayError('invalid_request', message, { param });
+}
+
+/** Set: present and not null (OpenAI clients send `null` for "not set"). */
+function given<T>(value: T | null | undefined): value is T {
+  return value !== undefined && value !== null;
+}
+
+type WireFunction = {
+  name: string;
+  description?: string;
+  parameters?: Record<string, unknown>;
+  strict?: boolean | null;
+};
+
+function toolDefinition(fn: WireFunction): ToolDefinition {
+  const tool: ToolDefinition = { name: fn.name };
+  if (fn.description !== undefined) tool.description = fn.description;
+  if (fn.parameters !== undefined) tool.parameters = fn.parameters;
+  if (given(fn.strict)) tool.strict = fn.strict;
+  return tool;
+}
+
+/** `tools` or the legacy `functions`, and `tool_choice` or the legacy `function_call`. */
+function readTools(body: Body): { tools?: ToolDefinition[]; toolChoice?: ToolChoice; legacy: boolean } {
+  const legacy = given(body.functions) || given(body.function_call);
+  if (legacy && (given(body.tools) || given(body.tool_choice))) {
+    throw invalidRequest(
+      given(body.functions) ? 'functions' : 'function_call',
+      'Use tools and tool_choice, or the legacy functions and function_call, not both.',
+    );
+  }
+  const wireTools = legacy
+    ? (body.functions as WireFunction[] | undefined)
+    : (body.tools as Array<{ function: WireFunction }> | null | undefined)?.map((t) => t.function);
+  const tools = wireTools?.map(toolDefinition);
+  const choiceParam = legacy ? 'function_call' : 'tool_choice';
+  const wireChoice = body[choiceParam] as
+    | string
+    | { name?: string; function?: { name: string } }
+    | null
+    | undefined;
+  let toolChoice: ToolChoice | undefined;
+  if (typeof wireChoice === 'string') toolChoice = { type: wireChoice as 'none' | 'auto' | 'required' };
+  else if (given(wireChoice)) {
+    toolChoice = { type: 'function', name: (wireChoice.function?.name ?? wireChoice.name) as string };
+  }
+  if (toolChoice && (tools === undefined || tools.length === 0)) {
+    throw invalidRequest(
+      choiceParam,
+      `${choiceParam} is only allowed when ${legacy ? 'functions' : 'tools'} are given.`,
+    );
+  }
+  if (toolChoice?.type === 'function') {
+    const wanted = toolChoice.name;
+    if (!tools?.some((t) => t.name === wanted)) {
+      throw invalidRequest(
+        choiceParam,
+        `${choiceParam} names "${wanted}", which is not among the ${legacy ? 'functions' : 'tools'}.`,
+      );
+    }
+  }
+  const out: { tools?: ToolDefinition[]; toolChoice?: ToolChoice; legacy: boolean } = { legacy };
+  if (tools !== undefined && tools.length > 0) out.tools = tools;
+  if (toolChoice) out.toolChoice = toolChoice;
+  return out;
+}
+
+function readResponseFormat(value: unknown): ResponseFormat | undefined {
+  if (!given(value)) return undefined;
+  const format = value as { type: string; json_schema?: WireFunction & { schema?: Record<string, unknown> } };
+  if (format.type === 'text') return undefined;
+  if (format.type === 'json_object') return { type: 'json_object' };
+  const js = format.json_schema as NonNullable<typeof format.json_schema>;
+  const out: ResponseFormat = { type: 'json_schema', name: js.name };
+  if (js.description !== undefined) out.description = js.description;
+  if (js.schema !== undefined) out.schema = js.schema;
+  if (given(js.strict)) out.strict = js.strict;
+  return out;
+}
+
+const OPENAI_ONLY: readonly (keyof OpenAIOnlyFields)[] = [
+  'metadata',
+  'prediction',
+  'service_tier',
+  'store',
+  'prompt_cache_key',
+  'safety_identifier',
+  'verbosity',
+  'web_search_options',
+];
+
+/** The request once the schema has accepted it. */
 function toChatRequest(body: Body): ChatRequest {
-  const messages: ChatMessage[] = (body.messages as WireMessage[]).map((m) => ({
-    role: m.role,
-    content: typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join('\n'),
-  }));
+  const messages = normalizeMessages(body.messages as Body[]);
   const params: SamplingParams = {};
   for (const key of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed'] as const) {
     const v = body[key];
@@ -44,6 +141,25 @@ function toChatRequest(body: Body): ChatRequest {
   if (typeof body.stop === 'string') params.stop = [body.stop];
   else if (Array.isArray(body.stop)) params.stop = body.stop as string[];
   if (typeof body.user === 'string') params.user = body.user;
+  if (given(body.logit_bias)) params.logit_bias = body.logit_bias as Record<string, number>;
+
+  // Output Tollgate cannot return at all, on any provider: refused before anything else happens.
+  const modalities = body.modalities as string[] | null | undefined;
+  if (given(body.audio) || modalities?.includes('audio')) {
+    throw new GatewayError(
+      'unsupported_parameter',
+      'Audio output is not supported: Tollgate answers with text only. Leave out "audio" and ask for modalities ["text"].',
+      { param: given(body.audio) ? 'audio' : 'modalities' },
+    );
+  }
+  const { tools, toolChoice, legacy } = readTools(body);
+  if (given(body.top_logprobs) && body.logprobs !== true) {
+    throw invalidRequest('top_logprobs', 'top_logprobs needs logprobs set to true.');
+  }
+  const openai: OpenAIOnlyFields = {};
+  for (const key of OPENAI_ONLY) {
+    if (given(body[key])) (openai as Record<string, unknown>)[key] = body[key];
+  }
   const maxCompletion = body.max_completion_tokens;
   const maxTokens = body.max_tokens;
   return {
@@ -57,6 +173,18 @@ function toChatRequest(body: Body): ChatRequest {
           ? maxTokens
           : undefined,
     params,
+    tools,
+    toolChoice,
+    parallelToolCalls: typeof body.parallel_tool_calls === 'boolean' ? body.parallel_tool_calls : undefined,
+    responseFormat: readResponseFormat(body.response_format),
+    n: typeof body.n === 'number' ? body.n : 1,
+    logprobs:
+      body.logprobs === true
+        ? { top: typeof body.top_logprobs === 'number' ? body.top_logprobs : undefined }
+        : undefined,
+    reasoningEffort: given(body.reasoning_effort) ? (body.reasoning_effort as ReasoningEffort) : undefined,
+    openai,
+    legacyFunctions: legacy,
   };
 }
 
@@ -103,6 +231,8 @@ function toError(
     }
     return new GatewayError('invalid_messages', MESSAGES_REQUIRED, { param: deepest });
   }
+  // The messages passed the schema: what only code can check about them still comes first.
+  normalizeMessages((body as Body).messages as Body[]);
   if ((body as Body).stream === true) {
     return new GatewayError(
       'streaming_not_supported',
@@ -110,12 +240,15 @@ function toError(
       { param: 'stream' },
     );
   }
-  const field = toParam(pointerOf(errors[0] as ErrorObject)).split(/[.[]/)[0] ?? '';
-  return new GatewayError(
-    'invalid_request',
-    `Invalid value for '${field}': expected ${expectations.get(field) ?? 'a valid value'}.`,
-    { param: field },
-  );
+  const first = errors[0] as ErrorObject;
+  const path = toParam(pointerOf(first));
+  const field = path.split(/[.[]/)[0] ?? '';
+  // A top-level field is described from the schema; a nested one (tools[0].function.name) by what failed.
+  const expected =
+    path === field
+      ? `expected ${expectations.get(field) ?? 'a valid value'}`
+      : (first.message ?? 'not a valid value');
+  return new GatewayError('invalid_request', `Invalid value for '${path}': ${expected}.`, { param: path });
 }
 
 /** A short English description of what each top-level field accepts, read off the schema itself. */

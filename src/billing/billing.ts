@@ -2,7 +2,13 @@ import { GatewayError } from '../errors.js';
 import type { ProviderConfig } from '../providers/types.js';
 import { timeOrderedHex } from '../random.js';
 import type { SettleInput, Store, UsageRecord } from '../store/types.js';
-import { callCostBound, capWithinHold, fullHoldFor, type HoldPlanInput } from './estimate.js';
+import {
+  callCostBound,
+  capWithinHold,
+  fullHoldFor,
+  type HoldPlanInput,
+  promptTokenBound,
+} from './estimate.js';
 import { formatNano, maxTokensFor, tokenCost } from './money.js';
 
 export interface Hold {
@@ -66,18 +72,19 @@ export class Billing {
     const primary = req.candidates[0];
     if (!primary) throw new Error('hold() needs at least one candidate');
     const balance = first.balanceNano;
-    const { promptTokensBound, requestedMaxTokens } = req.plan;
+    const { plan } = req;
+    const { requestedMaxTokens } = plan;
     let amount: number | undefined;
     if (requestedMaxTokens !== undefined) {
-      const needed = callCostBound(primary, promptTokensBound, requestedMaxTokens);
+      const needed = callCostBound(primary, plan, requestedMaxTokens);
       if (needed <= balance) amount = needed;
-      else throw explicitCapError(primary, promptTokensBound, requestedMaxTokens, needed, balance);
+      else throw explicitCapError(primary, plan, requestedMaxTokens, needed, balance);
     } else {
-      const cap = capWithinHold(primary, balance, req.plan);
-      if (cap !== undefined) amount = callCostBound(primary, promptTokensBound, cap);
+      const cap = capWithinHold(primary, balance, plan);
+      if (cap !== undefined) amount = callCostBound(primary, plan, cap);
     }
     if (amount === undefined)
-      throw insufficient(balance, callCostBound(primary, promptTokensBound, req.plan.minCompletionTokens));
+      throw insufficient(balance, callCostBound(primary, plan, plan.minCompletionTokens));
     const second = await this.place(req, amount);
     if (!second.ok) throw insufficient(second.balanceNano, amount);
     return this.holdOf(req, second.holdId, amount);
@@ -157,13 +164,16 @@ function insufficient(balanceNano: number, neededNano: number): GatewayError {
 
 function explicitCapError(
   provider: ProviderConfig,
-  promptTokensBound: number,
+  plan: HoldPlanInput,
   maxTokens: number,
   neededNano: number,
   balanceNano: number,
 ): GatewayError {
-  const inputCost = tokenCost(promptTokensBound, provider.inputPriceNano);
-  const largest = Math.min(maxTokens, maxTokensFor(balanceNano - inputCost, provider.outputPriceNano));
+  const inputCost = tokenCost(promptTokenBound(plan.prompt, provider), provider.inputPriceNano);
+  const largest = Math.min(
+    maxTokens,
+    Math.floor(maxTokensFor(balanceNano - inputCost, provider.outputPriceNano) / plan.choices),
+  );
   const hint =
     largest >= 1
       ? ` The largest max_tokens that fits is ${largest}.`

@@ -1,30 +1,118 @@
-import type { ChatMessage, ProviderConfig } from '../providers/types.js';
+import type {
+  ChatMessage,
+  ContentPart,
+  ProviderConfig,
+  ResponseFormat,
+  ToolDefinition,
+} from '../providers/types.js';
 import { maxTokensFor, tokenCost } from './money.js';
 
-/** Chat-template overhead upstreams count beyond the text (DESIGN.md "Holds"). */
+/** Chat-template overhead upstreams count beyond the text (docs/api.md, "Holds"). */
 export const TOKENS_PER_MESSAGE = 8;
 export const TOKENS_PER_REQUEST = 16;
+/**
+ * Offering tools or asking for structured output makes the upstream add instructions of its own to the
+ * prompt (Anthropic's tool-use system prompt is a few hundred tokens): counted once per request.
+ */
+export const TOKENS_FOR_TOOLS = 512;
+/** Each tool definition, tool call and tool result is wrapped in template tokens of its own. */
+export const TOKENS_PER_TOOL_ITEM = 16;
+/** Audio counts one token per started 16 bytes of its decoded size (docs/api.md, "Holds"). */
+export const AUDIO_BYTES_PER_TOKEN = 16;
+
+/**
+ * What a prompt will cost at most, in two parts: `tokens` (text, tools, tool calls and results, audio,
+ * files and the template overhead, the same on every provider) and `images`, each of which a provider
+ * counts by its own bound (`ProviderConfig.imageTokens`).
+ */
+export interface PromptSize {
+  tokens: number;
+  images: number;
+}
+
+/** Decoded size of base64 text, rounded up. */
+function base64Bytes(data: string): number {
+  return Math.ceil((data.length * 3) / 4);
+}
+
+function partTokens(part: ContentPart): { tokens: number; images: number } {
+  switch (part.type) {
+    case 'text':
+      return { tokens: Buffer.byteLength(part.text, 'utf8'), images: 0 };
+    case 'image':
+      return { tokens: 0, images: 1 };
+    case 'audio':
+      return { tokens: Math.ceil(base64Bytes(part.data) / AUDIO_BYTES_PER_TOKEN), images: 0 };
+    case 'file':
+      // A document's text is at most its bytes; its pages may also be read as images (one bound each is
+      // not knowable without parsing it: one image is counted).
+      return { tokens: part.data === undefined ? 0 : base64Bytes(part.data), images: 1 };
+  }
+}
 
 /**
  * An upper bound of the prompt's token count in O(bytes), without a tokenizer: a BPE token is at least
- * one byte of UTF-8, so the byte count bounds the text's tokens; the template overhead is added on top.
+ * one byte of UTF-8, so the byte count of everything the upstream reads as text bounds its tokens; the
+ * template overhead is added on top, and images are counted apart.
  */
-export function promptTokenUpperBound(messages: readonly ChatMessage[]): number {
-  let bytes = 0;
-  for (const m of messages) bytes += Buffer.byteLength(m.content, 'utf8');
-  return bytes + TOKENS_PER_MESSAGE * messages.length + TOKENS_PER_REQUEST;
+export function promptSize(spec: {
+  messages: readonly ChatMessage[];
+  tools?: readonly ToolDefinition[] | undefined;
+  responseFormat?: ResponseFormat | undefined;
+}): PromptSize {
+  let tokens = TOKENS_PER_REQUEST;
+  let images = 0;
+  for (const m of spec.messages) {
+    tokens += TOKENS_PER_MESSAGE;
+    if (m.name !== undefined) tokens += Buffer.byteLength(m.name, 'utf8');
+    if (typeof m.content === 'string') tokens += Buffer.byteLength(m.content, 'utf8');
+    else if (Array.isArray(m.content)) {
+      for (const part of m.content) {
+        const counted = partTokens(part);
+        tokens += counted.tokens;
+        images += counted.images;
+      }
+    }
+    if (m.role === 'assistant') {
+      if (m.refusal !== undefined) tokens += Buffer.byteLength(m.refusal, 'utf8');
+      for (const call of m.toolCalls ?? []) {
+        tokens += TOKENS_PER_TOOL_ITEM + Buffer.byteLength(call.id + call.name + call.arguments, 'utf8');
+      }
+    } else if (m.role === 'tool') {
+      tokens += TOKENS_PER_TOOL_ITEM + Buffer.byteLength(m.toolCallId + m.name, 'utf8');
+    }
+  }
+  const tools = spec.tools ?? [];
+  if (tools.length > 0 || (spec.responseFormat !== undefined && spec.responseFormat.type !== 'text')) {
+    tokens += TOKENS_FOR_TOOLS;
+  }
+  for (const tool of tools) tokens += TOKENS_PER_TOOL_ITEM + Buffer.byteLength(JSON.stringify(tool), 'utf8');
+  if (spec.responseFormat?.type === 'json_schema') {
+    tokens += Buffer.byteLength(JSON.stringify(spec.responseFormat), 'utf8');
+  }
+  return { tokens, images };
+}
+
+/** The prompt-token bound of `size` on `provider`. */
+export function promptTokenBound(size: PromptSize, provider: ProviderConfig): number {
+  return size.tokens + size.images * provider.imageTokens;
 }
 
 export interface HoldPlanInput {
-  promptTokensBound: number;
-  /** The caller's explicit completion cap, if any. */
+  prompt: PromptSize;
+  /** The caller's explicit completion cap (per choice), if any. */
   requestedMaxTokens: number | undefined;
   minCompletionTokens: number;
+  /** Choices asked for: each may write up to the cap. */
+  choices: number;
 }
 
-/** The upper-bound cost of one call to `provider` with completion cap `cap`. */
-export function callCostBound(provider: ProviderConfig, promptTokensBound: number, cap: number): number {
-  return tokenCost(promptTokensBound, provider.inputPriceNano) + tokenCost(cap, provider.outputPriceNano);
+/** The upper-bound cost of one call to `provider` with completion cap `cap` per choice. */
+export function callCostBound(provider: ProviderConfig, input: HoldPlanInput, cap: number): number {
+  return (
+    tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano) +
+    tokenCost(cap * input.choices, provider.outputPriceNano)
+  );
 }
 
 /** The completion cap a call to `provider` would like: the caller's, or the provider's default. */
@@ -43,8 +131,8 @@ export function capWithinHold(
   input: HoldPlanInput,
 ): number | undefined {
   const want = desiredCap(provider, input.requestedMaxTokens);
-  const inputCost = tokenCost(input.promptTokensBound, provider.inputPriceNano);
-  const affordable = maxTokensFor(holdNano - inputCost, provider.outputPriceNano);
+  const inputCost = tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano);
+  const affordable = Math.floor(maxTokensFor(holdNano - inputCost, provider.outputPriceNano) / input.choices);
   const cap = Math.min(want, affordable);
   const floor = input.requestedMaxTokens ?? Math.min(input.minCompletionTokens, want);
   return cap >= floor ? cap : undefined;
@@ -57,7 +145,7 @@ export function capWithinHold(
 export function fullHoldFor(candidates: readonly ProviderConfig[], input: HoldPlanInput): number {
   let max = 0;
   for (const c of candidates) {
-    max = Math.max(max, callCostBound(c, input.promptTokensBound, desiredCap(c, input.requestedMaxTokens)));
+    max = Math.max(max, callCostBound(c, input, desiredCap(c, input.requestedMaxTokens)));
   }
   return max;
 }

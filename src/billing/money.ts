@@ -45,8 +45,7 @@ export function formatNano(nano: number): string {
  * A non-negative safe integer of nanodollars as an exact decimal of dollars, trailing zeros dropped
  * ("0.000001234", "12.5", "0"), in Number arithmetic: below 2^53 the whole dollars are `floor(nano / 10^9)`
  * exactly (the quotient's rounding error, under 2^-30, is less than the 10^-9 that separates it from the
- * next whole number), and the rest is an integer below 10^9. `formatNano` and the chat completion's dollar
- * figures (`usdJson`) write amounts with it.
+ * next whole number), and the rest is an integer below 10^9. `formatNano` writes amounts with it.
  */
 export function nanoDecimal(nano: number): string {
   if (!Number.isSafeInteger(nano) || nano < 0) throw new RangeError(`not a whole amount ≥ 0: ${nano}`);

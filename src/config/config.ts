@@ -82,6 +82,8 @@ export interface Config {
   /** When set, `GET /metrics` requires `Authorization: Bearer <token>`; unset = open. */
   readonly metricsToken: string | undefined;
   readonly providers: Readonly<Record<ProviderName, Readonly<ProviderConfig>>>;
+  /** The providers `model: "auto"` rotates over, in rotation order (`AUTO_PROVIDERS`). */
+  readonly autoProviders: readonly ProviderName[];
   /** Dashboard sign-up mode (docs/dashboard.md). */
   readonly signup: SignupMode;
   /** Trust one reverse proxy's X-Forwarded-Proto / X-Forwarded-For / X-Forwarded-Host. */

@@ -1,7 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { parseUsdToNano } from '../billing/money.js';
 import { CATALOG, envNameOf } from '../providers/catalog.js';
-import type { ProviderConfig, ProviderName } from '../providers/types.js';
+import {
+  isProviderName,
+  PROVIDER_NAMES,
+  type ProviderConfig,
+  type ProviderName,
+} from '../providers/types.js';
 import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel } from './config.js';
 
 /** Thrown when configuration is invalid; `problems` names each variable and what is wrong with it. */
@@ -46,6 +51,7 @@ function readConfigFile(path: string, problems: string[]): Source {
     enabled: 'ENABLED',
     timeoutMs: 'TIMEOUT_MS',
     maxTokens: 'MAX_TOKENS',
+    imageTokens: 'IMAGE_TOKENS',
   };
   for (const [key, value] of Object.entries(parsed)) {
     if (key === 'providers' && typeof value === 'object' && value !== null) {
@@ -157,7 +163,30 @@ function readMetricsToken(r: Reader): string | undefined {
   return undefined;
 }
 
-function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
+/**
+ * AUTO_PROVIDERS: the providers `model: "auto"` rotates over, in rotation order (comma-separated provider
+ * names); by default the catalog's auto list.
+ */
+function readAutoProviders(r: Reader): ProviderName[] {
+  const fallback = CATALOG.filter((c) => c.inAutoRotation).map((c) => c.name);
+  const v = r.raw('AUTO_PROVIDERS');
+  if (v === undefined) return fallback;
+  const names = v
+    .split(',')
+    .map((n) => n.trim())
+    .filter((n) => n !== '');
+  const unknown = names.filter((n) => !isProviderName(n));
+  if (names.length === 0 || unknown.length > 0) {
+    r.problems.push(
+      `AUTO_PROVIDERS: must be a comma-separated list of provider names (${PROVIDER_NAMES.join(', ')})` +
+        (unknown.length > 0 ? `; unknown: ${unknown.join(', ')}` : ''),
+    );
+    return fallback;
+  }
+  return [...new Set(names as ProviderName[])];
+}
+
+function readProviders(r: Reader, auto: readonly ProviderName[]): Record<ProviderName, ProviderConfig> {
   const providers = {} as Record<ProviderName, ProviderConfig>;
   for (const entry of CATALOG) {
     const p = `PROV_${envNameOf(entry.name)}_`;
@@ -173,7 +202,8 @@ function readProviders(r: Reader): Record<ProviderName, ProviderConfig> {
       enabled: r.bool(`${p}ENABLED`, true),
       timeoutMs: r.int(`${p}TIMEOUT_MS`, 60_000, 100, 3_600_000),
       connectTimeoutMs: r.int(`${p}CONNECT_TIMEOUT_MS`, 5_000, 50, 600_000),
-      inAutoRotation: entry.inAutoRotation,
+      inAutoRotation: auto.includes(entry.name),
+      imageTokens: r.int(`${p}IMAGE_TOKENS`, entry.imageTokens, 1, 1_000_000),
     });
   }
   return providers;
@@ -236,6 +266,7 @@ export function loadConfig(
     problems.push(`REDIS_URL: must start with redis:// or rediss:// (got "${withoutPassword(redisUrl)}")`);
   }
   const requestTimeoutMs = r.int('REQUEST_TIMEOUT_MS', 120_000, 1_000, 3_600_000);
+  const autoProviders = readAutoProviders(r);
 
   const config: Config = {
     port: r.int('PORT', 8080, 0, 65_535),
@@ -274,7 +305,8 @@ export function loadConfig(
     shutdownDrainMs: r.int('SHUTDOWN_DRAIN_MS', 30_000, 0, 3_600_000),
     metricsEnabled: r.bool('METRICS_ENABLED', true),
     metricsToken: readMetricsToken(r),
-    providers: Object.freeze(readProviders(r)),
+    providers: Object.freeze(readProviders(r, autoProviders)),
+    autoProviders: Object.freeze(autoProviders),
     signup: r.oneOf('SIGNUP', ['open', 'invite', 'closed'] as const, 'invite'),
     trustProxy: r.bool('TRUST_PROXY', false),
     publicUrl: readPublicUrl(r),

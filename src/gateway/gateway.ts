@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AccountSummary, type Billing, callCost, type Hold } from '../billing/billing.js';
-import { capWithinHold, type HoldPlanInput, promptTokenUpperBound } from '../billing/estimate.js';
+import { capWithinHold, type HoldPlanInput, promptSize, promptTokenBound } from '../billing/estimate.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
 import type {
@@ -8,6 +8,7 @@ import type {
   ProviderAdapter,
   ProviderConfig,
   ProviderName,
+  UpstreamCallSpec,
   UpstreamFailureKind,
   UpstreamHttpRequest,
   UpstreamHttpResponse,
@@ -66,6 +67,8 @@ interface Served {
   provider: ProviderConfig;
   result: ChatResult;
   cap: number;
+  /** Request fields the upstream's wire format left out. */
+  dropped: string[];
 }
 
 /**
@@ -160,10 +163,15 @@ export class Gateway {
     const routed = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
     const route = routed instanceof Promise ? await routed : routed;
     ctx.provider = route.candidates[0]?.name;
+    // Before any money is held: a candidate whose wire format cannot honour the request is left out (under
+    // auto routing) or refuses it (when chosen by name), with no upstream call and no charge.
+    const candidates = this.acceptingCandidates(route.candidates, route.explicit, req);
+    ctx.provider = candidates[0]?.name;
     const plan: HoldPlanInput = {
-      promptTokensBound: promptTokenUpperBound(req.messages),
+      prompt: promptSize(req),
       requestedMaxTokens: req.maxTokens,
       minCompletionTokens: config.minCompletionTokens,
+      choices: req.n,
     };
     const deadline = ctx.startedAt + config.requestTimeoutMs;
     let hold: Hold;
@@ -171,13 +179,13 @@ export class Gateway {
       hold = await billing.hold({
         accountId: ctx.accountId,
         requestId: ctx.requestId,
-        candidates: route.candidates,
+        candidates,
         plan,
         expiresAt: deadline + config.holdGraceMs,
       });
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'insufficient_balance') {
-        await this.recordRefusal(ctx, route.candidates[0], err);
+        await this.recordRefusal(ctx, candidates[0], err);
       }
       throw err;
     }
@@ -190,7 +198,7 @@ export class Gateway {
       lastFailure = outcome.lastFailure;
       ctx.provider = served?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
     } catch (err) {
-      await billing.release(hold, this.failedUsage(ctx, route.candidates[0], 'internal_error', 500));
+      await billing.release(hold, this.failedUsage(ctx, candidates[0], 'internal_error', 500));
       throw err;
     }
 
@@ -203,9 +211,34 @@ export class Gateway {
       await billing.release(hold, this.failedUsage(ctx, lastFailure?.provider, error.code, error.status));
       throw error;
     }
-    // Awaited rather than returned: an async function that returns a promise adopts it through two more
-    // microtask turns.
-    return await this.settle(ctx, req, hold, served);
+    return this.settle(ctx, req, hold, served);
+  }
+
+  /**
+   * The candidates whose wire format can honour the request. A provider chosen by name that cannot is a
+   * 400 `unsupported_parameter`; under auto routing such providers are passed over, and the request is
+   * refused only when none is left.
+   */
+  private acceptingCandidates(
+    candidates: ProviderConfig[],
+    explicit: boolean,
+    req: ChatRequest,
+  ): ProviderConfig[] {
+    let firstRefusal: GatewayError | undefined;
+    const accepting: ProviderConfig[] = [];
+    for (const provider of candidates) {
+      const refusal = this.deps.adapterFor(provider.wireFormat).refusal(provider, callSpec(req, provider));
+      if (refusal === undefined) {
+        accepting.push(provider);
+        continue;
+      }
+      firstRefusal ??= new GatewayError('unsupported_parameter', `${provider.name}: ${refusal.message}`, {
+        param: refusal.param,
+      });
+      if (explicit) break;
+    }
+    if (accepting.length === 0 && firstRefusal) throw firstRefusal;
+    return accepting;
   }
 
   /** Tries the hold's candidates in order, failing over only under auto routing, within the deadline. */
@@ -233,26 +266,16 @@ export class Gateway {
       const adapter = adapterFor(provider.wireFormat);
       const started = performance.now();
       try {
-        const httpRequest = adapter.buildRequest(provider, {
-          model: provider.model,
-          messages: req.messages,
-          maxTokens: cap,
-          params: req.params,
-        });
-        if (httpRequest.warnings?.length) {
-          logger.warn(
-            { provider: provider.name, warnings: httpRequest.warnings },
-            'request settings not sent upstream',
-          );
-        }
+        const upstreamRequest = { ...callSpec(req, provider), maxTokens: cap };
+        const httpRequest = adapter.buildRequest(provider, upstreamRequest);
         const response = await upstream.send(httpRequest, {
           timeoutMs: Math.min(provider.timeoutMs, remaining),
         });
-        const result = adapter.parseResponse(provider, response);
-        checkUsage(result, cap, plan.promptTokensBound);
+        const result = adapter.parseResponse(provider, response, upstreamRequest);
+        checkUsage(result, cap * req.n, promptTokenBound(plan.prompt, provider));
         observer?.upstreamAttempt(provider.name, 'ok', (performance.now() - started) / 1000);
         registry.health.recordSuccess(provider.name);
-        return { served: { provider, result, cap } };
+        return { served: { provider, result, cap, dropped: httpRequest.dropped ?? [] } };
       } catch (err) {
         observer?.upstreamAttempt(
           provider.name,
@@ -289,9 +312,10 @@ export class Gateway {
     served: Served,
   ): Promise<ChatCompletion> {
     const { provider, result } = served;
-    const estimated = result.usage.promptTokens === undefined || result.usage.completionTokens === undefined;
-    const promptTokens = result.usage.promptTokens ?? (await countPromptTokens(req.messages));
-    const completionTokens = result.usage.completionTokens ?? (await countCompletionTokens(result.text));
+    const { usage } = result;
+    const estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
+    const promptTokens = usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens));
+    const completionTokens = usage.completionTokens ?? (await countCompletionTokens(result.choices));
     const cost = callCost(provider, promptTokens, completionTokens);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;
@@ -300,11 +324,15 @@ export class Gateway {
       created: Math.floor(ctx.startedAt / 1000),
       model,
       provider: provider.name,
-      text: result.text,
-      finishReason: result.finishReason,
+      choices: result.choices,
       promptTokens,
       completionTokens,
+      cachedPromptTokens: usage.cachedPromptTokens,
+      reasoningTokens: usage.reasoningTokens,
       usageEstimated: estimated,
+      droppedParams: served.dropped,
+      legacyFunctions: req.legacyFunctions,
+      logprobs: req.logprobs !== undefined,
       inputCostNano: cost.inputNano,
       outputCostNano: cost.outputNano,
       balanceNano: 0,
@@ -395,6 +423,23 @@ export class Gateway {
       durationMs: Math.max(0, Math.round(this.now() - ctx.startedAt)),
     };
   }
+}
+
+/** The call as one upstream is asked for it (its cap is added once the hold is known). */
+function callSpec(req: ChatRequest, provider: ProviderConfig): UpstreamCallSpec {
+  return {
+    model: provider.model,
+    messages: req.messages,
+    params: req.params,
+    tools: req.tools,
+    toolChoice: req.toolChoice,
+    parallelToolCalls: req.parallelToolCalls,
+    responseFormat: req.responseFormat,
+    n: req.n,
+    logprobs: req.logprobs,
+    reasoningEffort: req.reasoningEffort,
+    openai: req.openai,
+  };
 }
 
 /**

@@ -1,13 +1,13 @@
-import type { ChatMessage, FinishReason, ProviderName, SamplingParams } from '../providers/types.js';
+import type { ChoiceResult, ProviderName, UpstreamCallSpec } from '../providers/types.js';
 
-/** A validated chat-completion request, HTTP-free. */
-export interface ChatRequest {
-  messages: ChatMessage[];
+/** A validated chat-completion request, HTTP-free: the call to make, and how the caller asked for it. */
+export interface ChatRequest extends Omit<UpstreamCallSpec, 'model'> {
   model: string | undefined;
   provider: string | undefined;
-  /** The caller's completion cap (`max_completion_tokens`, else `max_tokens`). */
+  /** The caller's completion cap (`max_completion_tokens`, else `max_tokens`), per choice. */
   maxTokens: number | undefined;
-  params: SamplingParams;
+  /** The caller used the legacy `functions` / `function_call` fields: answer with `message.function_call`. */
+  legacyFunctions: boolean;
 }
 
 /** Everything the API layer needs to shape the `chat.completion` body. */
@@ -17,11 +17,21 @@ export interface ChatCompletion {
   created: number;
   model: string;
   provider: ProviderName;
-  text: string;
-  finishReason: FinishReason;
+  /** At least one. */
+  choices: ChoiceResult[];
   promptTokens: number;
   completionTokens: number;
+  /** Prompt tokens the upstream served from its cache, when it said. */
+  cachedPromptTokens: number | undefined;
+  /** Reasoning tokens (billed as output, part of `completionTokens`), when the upstream said. */
+  reasoningTokens: number | undefined;
   usageEstimated: boolean;
+  /** Request fields the wire format could not express and left out (`x-tollgate-dropped-params`). */
+  droppedParams: string[];
+  /** Answer in the legacy `function_call` shape. */
+  legacyFunctions: boolean;
+  /** Log probabilities were asked for: every choice carries `logprobs` (null when none came). */
+  logprobs: boolean;
   inputCostNano: number;
   outputCostNano: number;
   /** Available balance after the settle. */

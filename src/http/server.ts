@@ -73,6 +73,10 @@ export function createLogger(level: Config['logLevel']): Logger {
  * The composition root: opens the store, runs migrations, releases holds a previous process left behind,
  * wires auth → routing → billing → providers into the app, and starts the hold sweeper.
  */
+/** Said by `/readyz` and the start-up log when `model: "auto"` has nothing to rotate over. */
+export const NO_AUTO_PROVIDER =
+  'no provider of the auto list (AUTO_PROVIDERS) is active: requests with model "auto" get 503 no_provider_available';
+
 export async function createServer(config: Config, options: ServerOptions = {}): Promise<Server> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
@@ -221,12 +225,15 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         database = 'unreachable';
       }
       const activeProviders = registry.all().filter((s) => s.active).length;
+      const autoActive = registry.autoList.filter((n) => registry.isActive(n));
       return {
         ok: database === 'ok' && activeProviders > 0,
         detail: {
           database,
           redis: cluster.status(),
           activeProviders,
+          auto: { providers: registry.autoList, active: autoActive },
+          ...(autoActive.length === 0 ? { warnings: [NO_AUTO_PROVIDER] } : {}),
           circuits: health.snapshot().filter((c) => c.circuit !== 'closed'),
         },
       };

@@ -16,7 +16,10 @@ export interface CatalogEntry {
   outputPriceUsd: string;
   /** Completion cap sent upstream when the caller gives no `max_tokens`. */
   defaultMaxTokens: number;
+  /** In the default auto rotation list (`AUTO_PROVIDERS` replaces the list). */
   inAutoRotation: boolean;
+  /** Upper bound of the prompt tokens one image costs (docs/api.md, "Holds"). */
+  imageTokens: number;
 }
 
 export const CATALOG: readonly CatalogEntry[] = Object.freeze([
@@ -29,6 +32,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '0.42',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
+    imageTokens: 2_500,
   },
   {
     name: 'prov-qwen',
@@ -39,6 +43,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '1.2',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
+    imageTokens: 16_384,
   },
   {
     name: 'prov-kimi',
@@ -49,6 +54,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '2.5',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
+    imageTokens: 2_500,
   },
   {
     name: 'prov-gpt-oss-120b',
@@ -59,6 +65,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '0.75',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
+    imageTokens: 2_500,
   },
   {
     name: 'prov-gemini',
@@ -69,6 +76,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '2.5',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
+    imageTokens: 4_128,
   },
   {
     name: 'prov-llama',
@@ -79,6 +87,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '0.79',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
+    imageTokens: 2_500,
   },
   {
     name: 'prov-mistral',
@@ -89,6 +98,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '0.3',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
+    imageTokens: 4_200,
   },
   {
     name: 'prov-claude',
@@ -99,6 +109,7 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     outputPriceUsd: '15',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
+    imageTokens: 1_600,
   },
 ]);
 

@@ -28,7 +28,7 @@ export class ProviderRegistry {
       // The first provider in catalog order owns a model name two providers share.
       if (!this.byModelName.has(model)) this.byModelName.set(model, name);
     }
-    this.autoList = PROVIDER_NAMES.filter((n) => config.providers[n].inAutoRotation);
+    this.autoList = config.autoProviders;
   }
 
   get(name: ProviderName): ProviderConfig {

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { callCostBound, promptTokenUpperBound } from '../../src/billing/estimate.js';
+import {
+  callCostBound,
+  type HoldPlanInput,
+  promptSize,
+  promptTokenBound,
+} from '../../src/billing/estimate.js';
 import { formatNano } from '../../src/billing/money.js';
 import { type Harness, startHarness } from '../helpers/harness.js';
 
@@ -13,16 +18,26 @@ afterAll(async () => {
   await h.close();
 });
 
+function planOf(messages: { role: 'user'; content: string }[], maxTokens: number): HoldPlanInput {
+  return {
+    prompt: promptSize({ messages }),
+    requestedMaxTokens: maxTokens,
+    minCompletionTokens: 16,
+    choices: 1,
+  };
+}
+
 describe('no overspend under concurrency', () => {
   it('a balance covering N calls serves exactly N of 4N concurrent calls; the rest get 402', async () => {
     const N = 25;
     const maxTokens = 20;
     const messages = [{ role: 'user' as const, content: 'How much is two plus two?' }];
     const provider = h.config.providers['prov-deepseek'];
-    const bound = promptTokenUpperBound(messages);
+    const plan = planOf(messages, maxTokens);
+    const bound = promptTokenBound(plan.prompt, provider);
     // The upstream reports the largest usage the hold allows, so each call costs exactly its hold.
     h.sim.setFault('deepseek', { kind: 'usage', promptTokens: bound, completionTokens: maxTokens } as never);
-    const perCall = callCostBound(provider, bound, maxTokens);
+    const perCall = callCostBound(provider, plan, maxTokens);
     const { accountId, key } = await h.newAccount(formatNano(perCall * N));
 
     const responses = await Promise.all(
@@ -55,7 +70,7 @@ describe('no overspend under concurrency', () => {
     const N = 10;
     const messages = [{ role: 'user' as const, content: 'Write one short line.' }];
     const provider = h.config.providers['prov-qwen'];
-    const perCallBound = callCostBound(provider, promptTokenUpperBound(messages), 64);
+    const perCallBound = callCostBound(provider, planOf(messages, 64), 64);
     const { accountId, key } = await h.newAccount(formatNano(perCallBound * N));
     const responses = await Promise.all(
       Array.from({ length: 4 * N }, () =>

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { promptTokenUpperBound } from '../../src/billing/estimate.js';
+import { promptSize } from '../../src/billing/estimate.js';
 import { formatNano } from '../../src/billing/money.js';
 import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
 import type { ProviderName } from '../../src/providers/types.js';
@@ -254,7 +254,8 @@ function resolveFault(install: GenRequest['faults'][number], r: GenRequest): Sim
   if (f === null) return null;
   if ('fixed' in f) return f.fixed;
   const u: RelativeUsage = f.relative;
-  const bound = promptTokenUpperBound(r.messages);
+  // Text only: the bound is the same on every provider.
+  const bound = promptSize(r).tokens;
   const max = r.maxTokens ?? h.config.providers[targetOf(install, r)].defaultMaxTokens;
   const promptTokens =
     typeof u.prompt === 'number'

@@ -54,12 +54,21 @@ describe('chat request validation (the published JSON Schema, compiled)', () => 
     expect(req).toEqual({
       messages: [
         { role: 'system', content: 'be brief' },
-        { role: 'user', content: 'a\nb' },
+        { role: 'user', content: 'a\nb', name: 'x' },
       ],
       model: 'auto',
       provider: undefined,
       maxTokens: 20,
       params: { temperature: 0.5, stop: ['END'] },
+      tools: undefined,
+      toolChoice: undefined,
+      parallelToolCalls: undefined,
+      responseFormat: undefined,
+      n: 1,
+      logprobs: undefined,
+      reasoningEffort: undefined,
+      openai: {},
+      legacyFunctions: false,
     });
   });
 
@@ -69,7 +78,13 @@ describe('chat request validation (the published JSON Schema, compiled)', () => 
     [{}, 'messages'],
     [{ messages: [] }, 'messages'],
     [{ messages: [{ content: 'hi' }] }, 'messages[0].role'],
-    [{ messages: [...ok, { role: 'tool', content: 'x' }] }, 'messages[1].role'],
+    [{ messages: [...ok, { role: 'robot', content: 'x' }] }, 'messages[1].role'],
+    [{ messages: [...ok, { role: 'tool', content: 'x' }] }, 'messages[1].tool_call_id'],
+    [
+      { messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+      'messages[0].content[0]',
+    ],
+    [{ messages: [{ role: 'assistant', content: null }] }, 'messages[0].content'],
     [{ messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] }, 'messages[0].content[0].text'],
     [{ messages: [{ role: 'user' }], stream: true, max_tokens: -1 }, 'messages[0].content'],
   ])('invalid_messages with the spec message for %j (param %s)', (body, param) => {

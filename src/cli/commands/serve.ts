@@ -1,5 +1,5 @@
 import type { Config } from '../../config/index.js';
-import { createServer, type Server } from '../../http/server.js';
+import { createServer, NO_AUTO_PROVIDER, type Server } from '../../http/server.js';
 import { DYNAMIC_FOR_MS, governHeapGrowth, MAX_MARK_COMPACT_SHARE } from '../heap-growth.js';
 import type { Output } from '../output.js';
 import { FIXED_GROWING_PERCENT } from '../v8-tuning.js';
@@ -57,6 +57,8 @@ export async function serve(config: Config, out: Output): Promise<void> {
     server.app.log.warn(
       'no provider is active: set PROV_<NAME>_API_KEY for at least one (see docs/configuration.md)',
     );
+  } else if (!server.registry.autoList.some((n) => active.includes(n))) {
+    server.app.log.warn({ auto: server.registry.autoList }, NO_AUTO_PROVIDER);
   }
   out.result(
     { url, active_providers: active },
