@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicAdapter } from '../../src/providers/anthropic/index.js';
 import { mapAnthropicStopReason } from '../../src/providers/anthropic/map-anthropic-stop-reason.js';
+import type { ChatResult, UpstreamHttpResponse } from '../../src/providers/types.js';
 import {
   catchError,
   chatRequest,
@@ -12,6 +13,11 @@ import {
 } from './provider-test-helpers.js';
 
 const claude = providerConfig('prov-claude', 'anthropic', 'https://api.anthropic.com', 'claude-sonnet-4-5');
+
+/** `parseResponse` of an answer to the default request. */
+function parse(response: UpstreamHttpResponse): ChatResult {
+  return anthropicAdapter.parseResponse(claude, response, chatRequest());
+}
 
 function message(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -38,7 +44,7 @@ describe('anthropic adapter: request', () => {
       accept: 'application/json',
     });
     expect(req.headers).not.toHaveProperty('authorization');
-    expect(req.warnings).toBeUndefined();
+    expect(req.dropped).toBeUndefined();
     expect(jsonBody(req.body)).toEqual({
       model: 'claude-sonnet-4-5',
       max_tokens: 256,
@@ -96,7 +102,7 @@ describe('anthropic adapter: request', () => {
     expect(body.messages).toEqual([{ role: 'user', content: 'Tell a joke.\n\nKeep it short.' }]);
   });
 
-  it('translates the parameters it can and warns about the ones it cannot', () => {
+  it('translates the parameters it can and reports the ones it drops', () => {
     const req = anthropicAdapter.buildRequest(
       claude,
       chatRequest({
@@ -115,53 +121,43 @@ describe('anthropic adapter: request', () => {
     for (const absent of ['presence_penalty', 'frequency_penalty', 'seed', 'stop', 'user', 'top_p']) {
       expect(body).not.toHaveProperty(absent);
     }
-    expect(req.warnings).toEqual([
-      'presence_penalty is not supported by Anthropic',
-      'frequency_penalty is not supported by Anthropic',
-      'seed is not supported by Anthropic',
-    ]);
+    expect(req.dropped).toEqual(['presence_penalty', 'frequency_penalty', 'seed']);
   });
 
-  it('sends top_p alone, and only temperature (with a warning) when both are given', () => {
+  it('sends top_p alone, and only temperature (top_p dropped) when both are given', () => {
     const alone = anthropicAdapter.buildRequest(claude, chatRequest({ params: { top_p: 0.8 } }));
     expect(jsonBody(alone.body).top_p).toBe(0.8);
-    expect(alone.warnings).toBeUndefined();
+    expect(alone.dropped).toBeUndefined();
     const both = anthropicAdapter.buildRequest(
       claude,
       chatRequest({ params: { temperature: 0.5, top_p: 0.8 } }),
     );
     expect(jsonBody(both.body)).toMatchObject({ temperature: 0.5 });
     expect(jsonBody(both.body)).not.toHaveProperty('top_p');
-    expect(both.warnings).toHaveLength(1);
-    expect(both.warnings?.[0]).toContain('top_p');
+    expect(both.dropped).toEqual(['top_p']);
   });
 });
 
 describe('anthropic adapter: recorded answers', () => {
   it('concatenates the text blocks, skips thinking, and bills cache tokens as input', () => {
-    expect(
-      anthropicAdapter.parseResponse(claude, httpResponse(200, fixture('anthropic-message.json'))),
-    ).toEqual({
-      text: 'Hi! My name is Claude. How can I help?',
-      finishReason: 'stop',
-      usage: { promptTokens: 2095 + 100 + 1000, completionTokens: 503 },
+    expect(parse(httpResponse(200, fixture('anthropic-message.json')))).toEqual({
+      choices: [{ text: 'Hi! My name is Claude. How can I help?', toolCalls: [], finishReason: 'stop' }],
+      usage: { promptTokens: 2095 + 100 + 1000, completionTokens: 503, cachedPromptTokens: 1000 },
       model: 'claude-sonnet-4-5-20250929',
     });
   });
 
   it('reads a max_tokens stop with null cache fields', () => {
-    expect(
-      anthropicAdapter.parseResponse(claude, httpResponse(200, fixture('anthropic-max-tokens.json'))),
-    ).toEqual({
-      text: 'Once upon a time, in a land far',
-      finishReason: 'length',
+    expect(parse(httpResponse(200, fixture('anthropic-max-tokens.json')))).toEqual({
+      choices: [{ text: 'Once upon a time, in a land far', toolCalls: [], finishReason: 'length' }],
       usage: { promptTokens: 12, completionTokens: 10 },
       model: 'claude-sonnet-4-5-20250929',
     });
   });
 
-  it('reads an empty content array as empty text', () => {
-    expect(anthropicAdapter.parseResponse(claude, httpResponse(200, message({ content: [] }))).text).toBe('');
+  // ChoiceResult.text is null when nothing was said (it was '' before choices existed).
+  it('reads an empty content array as no text (null)', () => {
+    expect(parse(httpResponse(200, message({ content: [] }))).choices[0]?.text).toBeNull();
   });
 });
 
@@ -178,10 +174,7 @@ describe('anthropic adapter: stop reasons', () => {
     [null, 'stop'],
   ])('%s → %s', (upstream, ours) => {
     expect(mapAnthropicStopReason(upstream)).toBe(ours);
-    expect(
-      anthropicAdapter.parseResponse(claude, httpResponse(200, message({ stop_reason: upstream })))
-        .finishReason,
-    ).toBe(ours);
+    expect(parse(httpResponse(200, message({ stop_reason: upstream }))).choices[0]?.finishReason).toBe(ours);
   });
 });
 
@@ -189,7 +182,7 @@ describe('anthropic adapter: usage', () => {
   it('absent usage is not reported', () => {
     const body = message();
     delete body.usage;
-    expect(anthropicAdapter.parseResponse(claude, httpResponse(200, body)).usage).toEqual({
+    expect(parse(httpResponse(200, body)).usage).toEqual({
       promptTokens: undefined,
       completionTokens: undefined,
     });
@@ -197,7 +190,7 @@ describe('anthropic adapter: usage', () => {
 
   it('cache counts without input_tokens do not make a prompt count', () => {
     const body = message({ usage: { cache_read_input_tokens: 50, output_tokens: 3 } });
-    expect(anthropicAdapter.parseResponse(claude, httpResponse(200, body)).usage).toEqual({
+    expect(parse(httpResponse(200, body)).usage).toEqual({
       promptTokens: undefined,
       completionTokens: 3,
     });
@@ -209,59 +202,42 @@ describe('anthropic adapter: usage', () => {
     [{ input_tokens: 3, output_tokens: 1, cache_read_input_tokens: -1 }],
     [{ input_tokens: 3, output_tokens: true }],
   ])('malformed usage %j → bad_response', (usage) => {
-    expect(
-      catchError(() => anthropicAdapter.parseResponse(claude, httpResponse(200, message({ usage })))).kind,
-    ).toBe('bad_response');
+    expect(catchError(() => parse(httpResponse(200, message({ usage })))).kind).toBe('bad_response');
   });
 });
 
 describe('anthropic adapter: failures', () => {
   it('a 2xx without a content array is unreadable', () => {
-    expect(
-      catchError(() => anthropicAdapter.parseResponse(claude, httpResponse(200, { type: 'message' }))).kind,
-    ).toBe('bad_response');
-    expect(
-      catchError(() => anthropicAdapter.parseResponse(claude, httpResponse(200, 'Overloaded'))).kind,
-    ).toBe('bad_response');
+    expect(catchError(() => parse(httpResponse(200, { type: 'message' }))).kind).toBe('bad_response');
+    expect(catchError(() => parse(httpResponse(200, 'Overloaded'))).kind).toBe('bad_response');
   });
 
   it('529 overloaded is a retryable server error', () => {
-    const error = catchError(() =>
-      anthropicAdapter.parseResponse(claude, httpResponse(529, fixture('anthropic-error-overloaded.json'))),
-    );
+    const error = catchError(() => parse(httpResponse(529, fixture('anthropic-error-overloaded.json'))));
     expect(error.kind).toBe('server_error');
     expect(error.retryable).toBe(true);
     expect(error.message).toBe('upstream answered HTTP 529: Overloaded');
   });
 
   it('400 invalid_request_error is a refusal with the upstream message', () => {
-    const error = catchError(() =>
-      anthropicAdapter.parseResponse(
-        claude,
-        httpResponse(400, fixture('anthropic-error-invalid-request.json')),
-      ),
-    );
+    const error = catchError(() => parse(httpResponse(400, fixture('anthropic-error-invalid-request.json'))));
     expect(error.kind).toBe('rejected');
     expect(error.message).toBe('prompt is too long: 215312 tokens > 200000 maximum');
   });
 
   it('429 reads retry-after as seconds or as an HTTP date', () => {
     const body = { type: 'error', error: { type: 'rate_limit_error', message: 'slow down' } };
-    const seconds = catchError(() =>
-      anthropicAdapter.parseResponse(claude, httpResponse(429, body, { 'retry-after': '17' })),
-    );
+    const seconds = catchError(() => parse(httpResponse(429, body, { 'retry-after': '17' })));
     expect(seconds).toMatchObject({ kind: 'rate_limited', retryAfterMs: 17_000 });
     const at = new Date(Date.now() + 60_000).toUTCString();
-    const dated = catchError(() =>
-      anthropicAdapter.parseResponse(claude, httpResponse(429, body, { 'retry-after': at })),
-    );
+    const dated = catchError(() => parse(httpResponse(429, body, { 'retry-after': at })));
     expect(dated.retryAfterMs).toBeGreaterThan(55_000);
     expect(dated.retryAfterMs).toBeLessThanOrEqual(60_000);
   });
 
   it('401 authentication_error is the operator credential', () => {
     const body = { type: 'error', error: { type: 'authentication_error', message: 'invalid x-api-key' } };
-    const error = catchError(() => anthropicAdapter.parseResponse(claude, httpResponse(401, body)));
+    const error = catchError(() => parse(httpResponse(401, body)));
     expect(error).toMatchObject({ kind: 'auth', retryable: false, status: 401 });
   });
 });

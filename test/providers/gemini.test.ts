@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { geminiAdapter } from '../../src/providers/gemini/index.js';
 import { mapGeminiFinishReason } from '../../src/providers/gemini/map-gemini-finish-reason.js';
+import type { ChatResult } from '../../src/providers/types.js';
 import {
   catchError,
   chatRequest,
@@ -27,6 +28,11 @@ function generateContent(overrides: Record<string, unknown> = {}): Record<string
   };
 }
 
+/** Reads `body` (an answer to the plain test conversation) as the adapter would. */
+function parse(body: unknown, status = 200): ChatResult {
+  return geminiAdapter.parseResponse(gemini, httpResponse(status, body), chatRequest());
+}
+
 describe('gemini adapter: request', () => {
   it('POSTs to models/{model}:generateContent with x-goog-api-key, never the key in the URL', () => {
     const req = geminiAdapter.buildRequest(gemini, chatRequest({ model: 'gemini-2.5-flash' }));
@@ -39,7 +45,7 @@ describe('gemini adapter: request', () => {
       'content-type': 'application/json',
       accept: 'application/json',
     });
-    expect(req.warnings).toBeUndefined();
+    expect(req.dropped).toBeUndefined();
     expect(jsonBody(req.body)).toEqual({
       contents: [
         { role: 'user', parts: [{ text: 'Hi' }] },
@@ -83,7 +89,7 @@ describe('gemini adapter: request', () => {
     expect(systemOnly.contents).toEqual([{ role: 'user', parts: [{ text: 'Only me' }] }]);
   });
 
-  it('maps sampling parameters into generationConfig and warns about user', () => {
+  it('maps sampling parameters into generationConfig and reports user as dropped', () => {
     const req = geminiAdapter.buildRequest(
       gemini,
       chatRequest({
@@ -109,39 +115,30 @@ describe('gemini adapter: request', () => {
       seed: 9,
     });
     expect(JSON.stringify(body)).not.toContain('u-1');
-    expect(req.warnings).toEqual(['user is not supported by Gemini']);
+    expect(req.dropped).toEqual(['user']);
   });
 });
 
 describe('gemini adapter: recorded answers', () => {
   it('joins the parts, skips thought summaries, and bills thinking as output', () => {
-    expect(
-      geminiAdapter.parseResponse(gemini, httpResponse(200, fixture('gemini-generate-content.json'))),
-    ).toEqual({
-      text: 'Hello! How can I help you today?',
-      finishReason: 'stop',
-      usage: { promptTokens: 9, completionTokens: 10 + 1023 },
+    expect(parse(fixture('gemini-generate-content.json'))).toEqual({
+      choices: [{ text: 'Hello! How can I help you today?', toolCalls: [], finishReason: 'stop' }],
+      usage: { promptTokens: 9, completionTokens: 10 + 1023, reasoningTokens: 1023 },
       model: 'gemini-2.5-flash',
     });
   });
 
-  it('reads a candidate whose budget went to thinking as empty text cut at the length limit', () => {
-    expect(
-      geminiAdapter.parseResponse(gemini, httpResponse(200, fixture('gemini-max-tokens-no-content.json'))),
-    ).toEqual({
-      text: '',
-      finishReason: 'length',
-      usage: { promptTokens: 12, completionTokens: 99 },
+  it('reads a candidate whose budget went to thinking as no text cut at the length limit', () => {
+    expect(parse(fixture('gemini-max-tokens-no-content.json'))).toEqual({
+      choices: [{ text: null, toolCalls: [], finishReason: 'length' }],
+      usage: { promptTokens: 12, completionTokens: 99, reasoningTokens: 99 },
       model: 'gemini-2.5-flash',
     });
   });
 
   it('reads a blocked prompt as an empty content-filtered completion', () => {
-    expect(
-      geminiAdapter.parseResponse(gemini, httpResponse(200, fixture('gemini-prompt-blocked.json'))),
-    ).toEqual({
-      text: '',
-      finishReason: 'content_filter',
+    expect(parse(fixture('gemini-prompt-blocked.json'))).toEqual({
+      choices: [{ text: null, toolCalls: [], finishReason: 'content_filter' }],
       usage: { promptTokens: 7, completionTokens: 0 },
       model: 'gemini-2.5-flash',
     });
@@ -167,7 +164,7 @@ describe('gemini adapter: finish reasons', () => {
     const body = generateContent({
       candidates: [{ content: { parts: [{ text: 'x' }] }, finishReason: upstream }],
     });
-    expect(geminiAdapter.parseResponse(gemini, httpResponse(200, body)).finishReason).toBe(ours);
+    expect(parse(body).choices[0]?.finishReason).toBe(ours);
   });
 });
 
@@ -175,7 +172,7 @@ describe('gemini adapter: usage', () => {
   it('absent usageMetadata is not reported', () => {
     const body = generateContent();
     delete body.usageMetadata;
-    expect(geminiAdapter.parseResponse(gemini, httpResponse(200, body)).usage).toEqual({
+    expect(parse(body).usage).toEqual({
       promptTokens: undefined,
       completionTokens: undefined,
     });
@@ -187,11 +184,7 @@ describe('gemini adapter: usage', () => {
     [{ promptTokenCount: 1, candidatesTokenCount: 2, thoughtsTokenCount: '3' }],
     [[]],
   ])('malformed usageMetadata %j → bad_response', (usageMetadata) => {
-    expect(
-      catchError(() =>
-        geminiAdapter.parseResponse(gemini, httpResponse(200, generateContent({ usageMetadata }))),
-      ).kind,
-    ).toBe('bad_response');
+    expect(catchError(() => parse(generateContent({ usageMetadata }))).kind).toBe('bad_response');
   });
 });
 
@@ -202,24 +195,18 @@ describe('gemini adapter: failures', () => {
       { modelVersion: 'x' },
       generateContent({ candidates: ['x'] }),
     ]) {
-      expect(catchError(() => geminiAdapter.parseResponse(gemini, httpResponse(200, body))).kind).toBe(
-        'bad_response',
-      );
+      expect(catchError(() => parse(body)).kind).toBe('bad_response');
     }
   });
 
   it('a 400 API_KEY_INVALID is the operator credential, not the caller request', () => {
-    const error = catchError(() =>
-      geminiAdapter.parseResponse(gemini, httpResponse(400, fixture('gemini-error-invalid-key.json'))),
-    );
+    const error = catchError(() => parse(fixture('gemini-error-invalid-key.json'), 400));
     expect(error).toMatchObject({ kind: 'auth', retryable: false, status: 400 });
     expect(error.message).toContain('API key not valid');
   });
 
   it('a 400 INVALID_ARGUMENT is a refusal with the upstream message', () => {
-    const error = catchError(() =>
-      geminiAdapter.parseResponse(gemini, httpResponse(400, fixture('gemini-error-invalid-argument.json'))),
-    );
+    const error = catchError(() => parse(fixture('gemini-error-invalid-argument.json'), 400));
     expect(error.kind).toBe('rejected');
     expect(error.message).toMatch(/^The input token count/);
   });
@@ -229,6 +216,7 @@ describe('gemini adapter: failures', () => {
       geminiAdapter.parseResponse(
         gemini,
         httpResponse(429, fixture('gemini-error-resource-exhausted.json'), { 'retry-after': '30' }),
+        chatRequest(),
       ),
     );
     expect(error).toMatchObject({ kind: 'rate_limited', retryAfterMs: 30_000, retryable: true });
@@ -236,15 +224,11 @@ describe('gemini adapter: failures', () => {
 
   it('404 (unknown model or base URL) is operator misconfiguration; 500 and 503 are server errors', () => {
     const notFound = { error: { code: 404, message: 'models/gemini-9 is not found', status: 'NOT_FOUND' } };
-    expect(catchError(() => geminiAdapter.parseResponse(gemini, httpResponse(404, notFound))).kind).toBe(
-      'auth',
-    );
+    expect(catchError(() => parse(notFound, 404)).kind).toBe('auth');
     const unavailable = { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } };
-    expect(catchError(() => geminiAdapter.parseResponse(gemini, httpResponse(503, unavailable))).kind).toBe(
-      'server_error',
+    expect(catchError(() => parse(unavailable, 503)).kind).toBe('server_error');
+    expect(catchError(() => parse([unavailable], 500)).message).toBe(
+      'upstream answered HTTP 500: The model is overloaded.',
     );
-    expect(
-      catchError(() => geminiAdapter.parseResponse(gemini, httpResponse(500, [unavailable]))).message,
-    ).toBe('upstream answered HTTP 500: The model is overloaded.');
   });
 });

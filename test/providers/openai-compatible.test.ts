@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { openaiCompatibleAdapter } from '../../src/providers/openai-compatible/index.js';
 import { mapOpenAIFinishReason } from '../../src/providers/openai-compatible/map-openai-finish-reason.js';
+import type {
+  ChatResult,
+  ProviderConfig,
+  UpstreamChatRequest,
+  UpstreamHttpResponse,
+} from '../../src/providers/types.js';
 import {
   catchError,
   chatRequest,
@@ -18,6 +24,15 @@ const deepseek = providerConfig(
   'deepseek-chat',
 );
 const groq = providerConfig('prov-gpt-oss-120b', 'openai-compatible', 'https://api.groq.com/openai/v1/', 'x');
+
+/** Reads `response` as the answer to `request` (a plain call unless given). */
+function parse(
+  provider: ProviderConfig,
+  response: UpstreamHttpResponse,
+  request: UpstreamChatRequest = chatRequest(),
+): ChatResult {
+  return openaiCompatibleAdapter.parseResponse(provider, response, request);
+}
 
 function completion(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -39,7 +54,7 @@ describe('openai-compatible adapter: request', () => {
       'content-type': 'application/json',
       accept: 'application/json',
     });
-    expect(req.warnings).toBeUndefined();
+    expect(req.dropped).toBeUndefined();
     expect(jsonBody(req.body)).toEqual({
       model: 'deepseek-chat',
       messages: [
@@ -94,49 +109,33 @@ describe('openai-compatible adapter: request', () => {
 
 describe('openai-compatible adapter: recorded answers', () => {
   it('reads a DeepSeek completion', () => {
-    expect(
-      openaiCompatibleAdapter.parseResponse(
-        deepseek,
-        httpResponse(200, fixture('openai-deepseek-chat.json')),
-      ),
-    ).toEqual({
-      text: 'Hello! How can I help you today?',
-      finishReason: 'stop',
-      usage: { promptTokens: 16, completionTokens: 10 },
+    expect(parse(deepseek, httpResponse(200, fixture('openai-deepseek-chat.json')))).toEqual({
+      choices: [{ text: 'Hello! How can I help you today?', toolCalls: [], finishReason: 'stop' }],
+      usage: { promptTokens: 16, completionTokens: 10, cachedPromptTokens: 0 },
       model: 'deepseek-chat',
     });
   });
 
   it('reads a Groq gpt-oss completion cut at the length limit, ignoring its reasoning', () => {
-    const result = openaiCompatibleAdapter.parseResponse(
-      groq,
-      httpResponse(200, fixture('openai-groq-gpt-oss-length.json')),
-    );
-    expect(result.text).toBe(
+    const result = parse(groq, httpResponse(200, fixture('openai-groq-gpt-oss-length.json')));
+    expect(result.choices[0]?.text).toBe(
       'Fast language models have gained significant attention in recent years due to their ability',
     );
-    expect(result.finishReason).toBe('length');
+    expect(result.choices[0]?.finishReason).toBe('length');
     expect(result.usage).toEqual({ promptTokens: 18, completionTokens: 16 });
     expect(result.model).toBe('openai/gpt-oss-120b');
   });
 
   it('joins content given as text parts (Mistral)', () => {
-    const result = openaiCompatibleAdapter.parseResponse(
-      deepseek,
-      httpResponse(200, fixture('openai-mistral-parts.json')),
-    );
-    expect(result.text).toBe('Bonjour! Comment puis-je vous aider?');
+    const result = parse(deepseek, httpResponse(200, fixture('openai-mistral-parts.json')));
+    expect(result.choices[0]?.text).toBe('Bonjour! Comment puis-je vous aider?');
     expect(result.usage).toEqual({ promptTokens: 24, completionTokens: 27 });
   });
 
-  it('reads null content as empty text, a null finish reason as stop and absent usage as not reported', () => {
-    const result = openaiCompatibleAdapter.parseResponse(
-      deepseek,
-      httpResponse(200, fixture('openai-qwen-no-usage.json')),
-    );
+  it('reads null content as no text, a null finish reason as stop and absent usage as not reported', () => {
+    const result = parse(deepseek, httpResponse(200, fixture('openai-qwen-no-usage.json')));
     expect(result).toEqual({
-      text: '',
-      finishReason: 'stop',
+      choices: [{ text: null, toolCalls: [], finishReason: 'stop' }],
       usage: { promptTokens: undefined, completionTokens: undefined },
       model: 'qwen-plus',
     });
@@ -156,14 +155,14 @@ describe('openai-compatible adapter: finish reasons', () => {
   ])('%s → %s', (upstream, ours) => {
     expect(mapOpenAIFinishReason(upstream)).toBe(ours);
     const body = completion({ choices: [{ index: 0, message: { content: 'x' }, finish_reason: upstream }] });
-    expect(openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(200, body)).finishReason).toBe(ours);
+    expect(parse(deepseek, httpResponse(200, body)).choices[0]?.finishReason).toBe(ours);
   });
 });
 
 describe('openai-compatible adapter: usage', () => {
   it('reports zero counts as zero, not as missing', () => {
     const body = completion({ usage: { prompt_tokens: 0, completion_tokens: 0 } });
-    expect(openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(200, body)).usage).toEqual({
+    expect(parse(deepseek, httpResponse(200, body)).usage).toEqual({
       promptTokens: 0,
       completionTokens: 0,
     });
@@ -171,7 +170,7 @@ describe('openai-compatible adapter: usage', () => {
 
   it('keeps a missing field undefined', () => {
     const body = completion({ usage: { prompt_tokens: 7 } });
-    expect(openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(200, body)).usage).toEqual({
+    expect(parse(deepseek, httpResponse(200, body)).usage).toEqual({
       promptTokens: 7,
       completionTokens: undefined,
     });
@@ -184,9 +183,7 @@ describe('openai-compatible adapter: usage', () => {
     [{ prompt_tokens: 5, completion_tokens: 1e300 }],
     ['lots'],
   ])('treats malformed usage %j as an unreadable answer', (usage) => {
-    const error = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(200, completion({ usage }))),
-    );
+    const error = catchError(() => parse(deepseek, httpResponse(200, completion({ usage }))));
     expect(error.kind).toBe('bad_response');
     expect(error.retryable).toBe(true);
   });
@@ -202,19 +199,14 @@ describe('openai-compatible adapter: unreadable 2xx', () => {
     ['no message', JSON.stringify(completion({ choices: [{ index: 0, finish_reason: 'stop' }] }))],
     ['numeric content', JSON.stringify(completion({ choices: [{ message: { content: 42 } }] }))],
   ])('%s → bad_response', (_label, text) => {
-    expect(
-      catchError(() => openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(200, text))).kind,
-    ).toBe('bad_response');
+    expect(catchError(() => parse(deepseek, httpResponse(200, text))).kind).toBe('bad_response');
   });
 });
 
 describe('openai-compatible adapter: error statuses', () => {
   it('400 is a refusal carrying the upstream message', () => {
     const error = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(
-        deepseek,
-        httpResponse(400, fixture('openai-error-context-length.json')),
-      ),
+      parse(deepseek, httpResponse(400, fixture('openai-error-context-length.json'))),
     );
     expect(error.kind).toBe('rejected');
     expect(error.retryable).toBe(false);
@@ -225,22 +217,15 @@ describe('openai-compatible adapter: error statuses', () => {
   it('429 is rate limited, with retry-after-ms taking precedence over retry-after', () => {
     const body = fixture('openai-error-rate-limit.json');
     const both = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(
-        deepseek,
-        httpResponse(429, body, { 'retry-after-ms': '1750', 'retry-after': '2' }),
-      ),
+      parse(deepseek, httpResponse(429, body, { 'retry-after-ms': '1750', 'retry-after': '2' })),
     );
     expect(both.kind).toBe('rate_limited');
     expect(both.retryable).toBe(true);
     expect(both.retryAfterMs).toBe(1750);
     expect(both.message).toContain('Rate limit reached');
-    const seconds = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(429, body, { 'retry-after': '3' })),
-    );
+    const seconds = catchError(() => parse(deepseek, httpResponse(429, body, { 'retry-after': '3' })));
     expect(seconds.retryAfterMs).toBe(3000);
-    const none = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(429, body, {})),
-    );
+    const none = catchError(() => parse(deepseek, httpResponse(429, body, {})));
     expect(none.retryAfterMs).toBeUndefined();
   });
 
@@ -256,9 +241,7 @@ describe('openai-compatible adapter: error statuses', () => {
     [503, 'server_error', true],
     [302, 'bad_response', true],
   ])('HTTP %i → %s (retryable %s)', (status, kind, retryable) => {
-    const error = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(status, { error: { message: 'nope' } })),
-    );
+    const error = catchError(() => parse(deepseek, httpResponse(status, { error: { message: 'nope' } })));
     expect(error.kind).toBe(kind);
     expect(error.retryable).toBe(retryable);
     expect(error.status).toBe(status);
@@ -270,29 +253,19 @@ describe('openai-compatible adapter: error statuses', () => {
       { object: 'error', message: 'plain string' },
       { detail: 'plain string' },
     ]) {
-      expect(
-        catchError(() => openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(400, body))).message,
-      ).toBe('plain string');
+      expect(catchError(() => parse(deepseek, httpResponse(400, body))).message).toBe('plain string');
     }
-    const html = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(deepseek, httpResponse(400, '<html>no</html>')),
-    );
+    const html = catchError(() => parse(deepseek, httpResponse(400, '<html>no</html>')));
     expect(html.message).toBe('upstream rejected the request (HTTP 400)');
   });
 
   it('truncates long upstream messages and never repeats the API key', () => {
     const long = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(
-        deepseek,
-        httpResponse(400, { error: { message: 'x'.repeat(5000) } }),
-      ),
+      parse(deepseek, httpResponse(400, { error: { message: 'x'.repeat(5000) } })),
     );
     expect(long.message.length).toBeLessThanOrEqual(300);
     const echoed = catchError(() =>
-      openaiCompatibleAdapter.parseResponse(
-        deepseek,
-        httpResponse(401, { error: { message: `Incorrect API key provided: ${TEST_KEY}` } }),
-      ),
+      parse(deepseek, httpResponse(401, { error: { message: `Incorrect API key provided: ${TEST_KEY}` } })),
     );
     expect(echoed.kind).toBe('auth');
     expect(echoed.message).not.toContain(TEST_KEY);

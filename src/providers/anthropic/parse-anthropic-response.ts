@@ -1,29 +1,80 @@
 import { badResponse, isRecord } from '../json-value.js';
-import type { ChatResult, ProviderConfig, UpstreamHttpResponse } from '../types.js';
+import type {
+  ChatResult,
+  ChoiceResult,
+  ProviderConfig,
+  ToolCall,
+  UpstreamChatRequest,
+  UpstreamHttpResponse,
+} from '../types.js';
 import { readSuccessBody } from '../upstream-failure-from-status.js';
 import { anthropicErrorReader } from './anthropic-error.js';
 import { convertAnthropicUsage } from './convert-anthropic-usage.js';
+import { JSON_OBJECT_TOOL_NAME } from './json-object-tool.js';
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
 
 /**
- * Reads an Anthropic Messages answer: the text is every `content[]` block of type `text`, concatenated
- * (thinking and tool-use blocks are not text).
+ * Reads an Anthropic Messages answer as one choice:
+ * - the text is every `text` block, concatenated (`thinking` and `redacted_thinking` blocks are not
+ *   text); `null` when nothing was said (no text, only tool calls);
+ * - each `tool_use` block is a tool call, its `input` as JSON text;
+ * - for `response_format: json_object` the forced `JSON_OBJECT_TOOL` call is the answer: its `input` as
+ *   JSON text, no tool call, finish reason `stop`;
+ * - the finish reason is `mapAnthropicStopReason`'s; a `refusal` stop's `stop_details.explanation`, when
+ *   given, is the choice's `refusal`;
+ * - usage as `convertAnthropicUsage` reads it.
  *
  * @see https://docs.anthropic.com/en/api/messages#response-content
+ * @see https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-tool-use-and-tool-result-content-blocks
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/handling-stop-reasons
  */
-export function parseAnthropicResponse(provider: ProviderConfig, response: UpstreamHttpResponse): ChatResult {
+export function parseAnthropicResponse(
+  provider: ProviderConfig,
+  response: UpstreamHttpResponse,
+  request: UpstreamChatRequest,
+): ChatResult {
   const body = readSuccessBody(response, anthropicErrorReader, { secret: provider.apiKey });
-  if (!Array.isArray(body.content))
+  if (!Array.isArray(body.content)) {
     throw badResponse('upstream answer has no content array', response.status);
-  const text = body.content
-    .map((block: unknown) =>
-      isRecord(block) && block.type === 'text' && typeof block.text === 'string' ? block.text : '',
-    )
-    .join('');
+  }
+  const jsonMode = request.responseFormat?.type === 'json_object';
+  let text = '';
+  let json: string | undefined;
+  const toolCalls: ToolCall[] = [];
+  for (const block of body.content as unknown[]) {
+    if (!isRecord(block)) continue;
+    if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block.type === 'tool_use') {
+      const call = readToolUse(block, response.status);
+      if (jsonMode && call.name === JSON_OBJECT_TOOL_NAME) json ??= call.arguments;
+      else toolCalls.push(call);
+    }
+  }
+  let finishReason = mapAnthropicStopReason(body.stop_reason);
+  // The forced JSON tool's call is the answer, not a call for the caller to run.
+  if (json !== undefined && finishReason === 'tool_calls' && toolCalls.length === 0) finishReason = 'stop';
+  const choice: ChoiceResult = { text: json ?? (text === '' ? null : text), toolCalls, finishReason };
+  const refusal = refusalExplanation(body);
+  if (refusal !== undefined) choice.refusal = refusal;
   return {
-    text,
-    finishReason: mapAnthropicStopReason(body.stop_reason),
+    choices: [choice],
     usage: convertAnthropicUsage(body.usage),
     model: typeof body.model === 'string' ? body.model : undefined,
   };
+}
+
+function readToolUse(block: Record<string, unknown>, status: number): ToolCall {
+  const { id, name, input } = block;
+  if (typeof id !== 'string' || typeof name !== 'string') {
+    throw badResponse('upstream tool_use block has no id or name', status);
+  }
+  return { id, name, arguments: JSON.stringify(input ?? {}) };
+}
+
+/** @see https://docs.anthropic.com/en/docs/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals */
+function refusalExplanation(body: Record<string, unknown>): string | undefined {
+  if (body.stop_reason !== 'refusal' || !isRecord(body.stop_details)) return undefined;
+  const { explanation } = body.stop_details;
+  return typeof explanation === 'string' && explanation !== '' ? explanation : undefined;
 }

@@ -1,33 +1,45 @@
 import { joinUrl, perProvider } from '../join-url.js';
-import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '../types.js';
+import {
+  OPENAI_ONLY_FIELDS,
+  type OpenAIOnlyFields,
+  type ProviderConfig,
+  type UpstreamChatRequest,
+  type UpstreamHttpRequest,
+} from '../types.js';
+import { buildGeminiGenerationConfig } from './build-gemini-generation-config.js';
+import { convertGeminiTools } from './convert-gemini-tools.js';
 import { convertToGeminiContents } from './convert-to-gemini-contents.js';
+import type { GeminiRequestBody } from './gemini-wire-types.js';
 
 /**
  * Builds a Gemini `generateContent` request: `POST {baseUrl}/v1beta/models/{model}:generateContent` with
- * the key in `x-goog-api-key` (never in the URL, where it would end up in logs). Sampling settings go to
- * `generationConfig`; `user` has no Gemini field and is reported as a warning.
+ * the key in `x-goog-api-key` (never in the URL, where it would end up in logs). The body holds the
+ * conversation (`convertToGeminiContents`), the tools (`convertGeminiTools`) and the settings
+ * (`buildGeminiGenerationConfig`). What Gemini has no field for is left out and named, once each, in
+ * `dropped`: message fields, tool settings, sampling settings, then the OpenAI-only fields
+ * `OPENAI_ONLY_FIELDS` marks `drop` (the ones it marks `refuse` never get here: see `geminiRefusal`).
  *
  * @see https://ai.google.dev/api/generate-content#method:-models.generatecontent
- * @see https://ai.google.dev/api/generate-content#generationconfig
+ * @see https://ai.google.dev/api/generate-content#request-body
  */
 export function buildGeminiRequest(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
 ): UpstreamHttpRequest {
-  const { params } = request;
-  const warnings: string[] = [];
-  const prompt = convertToGeminiContents(request.messages);
-  const generationConfig: Record<string, unknown> = { maxOutputTokens: request.maxTokens };
-  if (params.temperature !== undefined) generationConfig.temperature = params.temperature;
-  if (params.top_p !== undefined) generationConfig.topP = params.top_p;
-  if (params.stop !== undefined) generationConfig.stopSequences = params.stop;
-  if (params.presence_penalty !== undefined) generationConfig.presencePenalty = params.presence_penalty;
-  if (params.frequency_penalty !== undefined) generationConfig.frequencyPenalty = params.frequency_penalty;
-  if (params.seed !== undefined) generationConfig.seed = params.seed;
-  if (params.user !== undefined) warnings.push('user is not supported by Gemini');
-  const body: Record<string, unknown> = { contents: prompt.contents };
+  const prompt = convertToGeminiContents(request.messages, request.model);
+  const tools = convertGeminiTools(request.tools, request.toolChoice, request.parallelToolCalls);
+  const generation = buildGeminiGenerationConfig(request);
+  const body: GeminiRequestBody = {
+    contents: prompt.contents,
+    generationConfig: generation.generationConfig,
+  };
   if (prompt.systemInstruction !== undefined) body.systemInstruction = prompt.systemInstruction;
-  body.generationConfig = generationConfig;
+  if (tools.tools !== undefined) body.tools = tools.tools;
+  if (tools.toolConfig !== undefined) body.toolConfig = tools.toolConfig;
+  const dropped = new Set([...prompt.dropped, ...tools.dropped, ...generation.dropped]);
+  for (const field of Object.keys(OPENAI_ONLY_FIELDS) as (keyof OpenAIOnlyFields)[]) {
+    if (OPENAI_ONLY_FIELDS[field] === 'drop' && request.openai[field] !== undefined) dropped.add(field);
+  }
   const made = target(provider);
   const built: UpstreamHttpRequest = {
     // The model is the provider's own on every call the gateway makes; any other is joined afresh.
@@ -35,7 +47,7 @@ export function buildGeminiRequest(
     headers: made.headers,
     body: JSON.stringify(body),
   };
-  if (warnings.length > 0) built.warnings = warnings;
+  if (dropped.size > 0) built.dropped = [...dropped];
   return built;
 }
 

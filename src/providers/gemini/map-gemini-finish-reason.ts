@@ -1,8 +1,11 @@
 import type { FinishReason } from '../types.js';
 
 /**
- * Maps a Gemini candidate `finishReason` onto ours: the safety-style blocks are content filtering,
- * `MAX_TOKENS` is length, and everything else (`STOP`, `OTHER`, `LANGUAGE`, unknown, missing) is `stop`.
+ * Maps a Gemini candidate `finishReason` onto ours: the safety-style blocks (text and image) are content
+ * filtering, `MAX_TOKENS` is length, and everything else is `stop`: `STOP`, `LANGUAGE`, `OTHER`, the
+ * function-calling failures (`MALFORMED_FUNCTION_CALL`, `UNEXPECTED_TOOL_CALL`, `TOO_MANY_TOOL_CALLS`:
+ * the model stopped without a usable call), `NO_IMAGE`, `IMAGE_OTHER`, unknown and missing. A candidate
+ * that made function calls and stopped (Gemini says `STOP`) is `tool_calls`: see `convertGeminiCandidate`.
  *
  * @see https://ai.google.dev/api/generate-content#FinishReason
  */
@@ -16,6 +19,8 @@ export function mapGeminiFinishReason(finishReason: unknown): FinishReason {
     case 'PROHIBITED_CONTENT':
     case 'SPII':
     case 'IMAGE_SAFETY':
+    case 'IMAGE_PROHIBITED_CONTENT':
+    case 'IMAGE_RECITATION':
       return 'content_filter';
     default:
       return 'stop';

@@ -1,46 +1,69 @@
 import { badResponse, isRecord } from '../json-value.js';
-import type { ChatResult, ProviderConfig, UpstreamHttpResponse } from '../types.js';
+import type {
+  ChatResult,
+  ChoiceResult,
+  ProviderConfig,
+  UpstreamChatRequest,
+  UpstreamHttpResponse,
+} from '../types.js';
 import { readSuccessBody } from '../upstream-failure-from-status.js';
+import { convertGeminiCandidate } from './convert-gemini-candidate.js';
 import { convertGeminiUsage } from './convert-gemini-usage.js';
 import { geminiErrorReader } from './gemini-error.js';
-import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 
 /**
- * Reads a Gemini `GenerateContentResponse`. The text is the first candidate's parts joined, leaving out
- * thought summaries (`thought: true`). A prompt blocked before any candidate (`promptFeedback.blockReason`)
- * is an empty, content-filtered completion; no candidate for any other reason is unreadable. A candidate
- * without content (blocked, or all the budget spent on thinking) has empty text.
+ * Reads a Gemini `GenerateContentResponse`: one choice per candidate (`convertGeminiCandidate`), ordered
+ * by the candidate's `index` (proto3 leaves out index 0: missing is 0), usage from `usageMetadata`, the
+ * model from `modelVersion`. A prompt blocked before any candidate (`promptFeedback.blockReason`) is
+ * answered with empty, content-filtered choices, one per choice asked for; no candidate for any other
+ * reason, or a candidate that is not an object, is unreadable.
  *
  * @see https://ai.google.dev/api/generate-content#generatecontentresponse
  * @see https://ai.google.dev/api/generate-content#PromptFeedback
  */
-export function parseGeminiResponse(provider: ProviderConfig, response: UpstreamHttpResponse): ChatResult {
+export function parseGeminiResponse(
+  provider: ProviderConfig,
+  response: UpstreamHttpResponse,
+  request: UpstreamChatRequest,
+): ChatResult {
   const body = readSuccessBody(response, geminiErrorReader, { secret: provider.apiKey });
   const usage = convertGeminiUsage(body.usageMetadata);
   const model = typeof body.modelVersion === 'string' ? body.modelVersion : undefined;
-  const candidates = body.candidates;
-  const candidate = Array.isArray(candidates) ? (candidates[0] as unknown) : undefined;
-  if (candidate === undefined) {
+  const candidates = Array.isArray(body.candidates) ? (body.candidates as unknown[]) : [];
+  if (candidates.length === 0) {
     const feedback = body.promptFeedback;
     if (isRecord(feedback) && typeof feedback.blockReason === 'string') {
-      return { text: '', finishReason: 'content_filter', usage, model };
+      return { choices: blockedChoices(request), usage, model };
     }
     throw badResponse('upstream answer has no candidates', response.status);
   }
-  if (!isRecord(candidate)) throw badResponse('upstream candidates[0] is not an object', response.status);
-  return {
-    text: readCandidateText(candidate.content),
-    finishReason: mapGeminiFinishReason(candidate.finishReason),
-    usage,
-    model,
-  };
+  const records = candidates.map((candidate, i) => {
+    if (isRecord(candidate)) return candidate;
+    throw badResponse(`upstream candidates[${i}] is not an object`, response.status);
+  });
+  // `sort` is stable: candidates without an index keep the order Gemini sent them in.
+  const ordered = [...records].sort((a, b) => candidateIndex(a) - candidateIndex(b));
+  const responseId = typeof body.responseId === 'string' ? body.responseId : undefined;
+  const choices = ordered.map((candidate, position) =>
+    convertGeminiCandidate(candidate, {
+      responseId,
+      modelVersion: model,
+      turn: request.messages.length,
+      position,
+      logprobs: request.logprobs,
+    }),
+  );
+  return { choices, usage, model };
 }
 
-function readCandidateText(content: unknown): string {
-  if (!isRecord(content) || !Array.isArray(content.parts)) return '';
-  return content.parts
-    .map((part: unknown) =>
-      isRecord(part) && part.thought !== true && typeof part.text === 'string' ? part.text : '',
-    )
-    .join('');
+function candidateIndex(candidate: Record<string, unknown>): number {
+  return typeof candidate.index === 'number' ? candidate.index : 0;
+}
+
+function blockedChoices(request: UpstreamChatRequest): ChoiceResult[] {
+  return Array.from({ length: Math.max(1, request.n) }, () => {
+    const choice: ChoiceResult = { text: null, toolCalls: [], finishReason: 'content_filter' };
+    if (request.logprobs !== undefined) choice.logprobs = null;
+    return choice;
+  });
 }

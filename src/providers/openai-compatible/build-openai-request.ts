@@ -1,10 +1,26 @@
 import { joinUrl, perProvider } from '../join-url.js';
-import type { ProviderConfig, UpstreamChatRequest, UpstreamHttpRequest } from '../types.js';
+import {
+  OPENAI_ONLY_FIELDS,
+  type OpenAIOnlyFields,
+  type ProviderConfig,
+  type UpstreamChatRequest,
+  type UpstreamHttpRequest,
+} from '../types.js';
+import { convertToOpenAIMessages } from './convert-to-openai-messages.js';
+import { convertToOpenAIResponseFormat } from './convert-to-openai-response-format.js';
+import { convertToOpenAIToolChoice, convertToOpenAITools } from './convert-to-openai-tools.js';
+import type { OpenAIChatRequestBody } from './openai-wire-types.js';
 
 /**
  * Builds an OpenAI Chat Completions request, the wire format DeepSeek, Qwen (DashScope compatible mode),
  * Kimi (Moonshot), Groq and Mistral all accept: `POST {baseUrl}/chat/completions` with a bearer key.
- * Every sampling setting we take is an OpenAI field, so nothing needs a warning here.
+ *
+ * The format is OpenAI's own, so every setting of the call is sent, rebuilt from the normalised request
+ * under its OpenAI name: the messages (`convertToOpenAIMessages`), `max_tokens` (the cap the hold covers,
+ * per choice), `stream: false`, each sampling parameter the caller set, `n` (only above 1), `logprobs` and
+ * `top_logprobs`, `tools`, `tool_choice`, `parallel_tool_calls`, `response_format`, `reasoning_effort` and
+ * each OpenAI-only field (`metadata`, `store`, `service_tier`, …). Nothing is dropped, so `dropped` is
+ * never set; a host that lacks a field says so itself (see `openaiRefusal`).
  *
  * @see https://platform.openai.com/docs/api-reference/chat/create
  * @see https://api-docs.deepseek.com/api/create-chat-completion
@@ -16,9 +32,9 @@ export function buildOpenAIRequest(
   request: UpstreamChatRequest,
 ): UpstreamHttpRequest {
   const { params } = request;
-  const body: Record<string, unknown> = {
+  const body: OpenAIChatRequestBody = {
     model: request.model,
-    messages: request.messages.map((message) => ({ role: message.role, content: message.content })),
+    messages: convertToOpenAIMessages(request.messages),
     max_tokens: request.maxTokens,
     stream: false,
   };
@@ -29,8 +45,34 @@ export function buildOpenAIRequest(
   if (params.frequency_penalty !== undefined) body.frequency_penalty = params.frequency_penalty;
   if (params.seed !== undefined) body.seed = params.seed;
   if (params.user !== undefined) body.user = params.user;
+  if (params.logit_bias !== undefined) body.logit_bias = params.logit_bias;
+  if (request.n > 1) body.n = request.n;
+  if (request.logprobs !== undefined) {
+    body.logprobs = true;
+    if (request.logprobs.top !== undefined) body.top_logprobs = request.logprobs.top;
+  }
+  if (request.tools !== undefined) body.tools = convertToOpenAITools(request.tools);
+  if (request.toolChoice !== undefined) body.tool_choice = convertToOpenAIToolChoice(request.toolChoice);
+  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.responseFormat !== undefined) {
+    body.response_format = convertToOpenAIResponseFormat(request.responseFormat);
+  }
+  if (request.reasoningEffort !== undefined) body.reasoning_effort = request.reasoningEffort;
+  for (const field of OPENAI_ONLY_FIELD_NAMES) copyField(body, request.openai, field);
   const { url, headers } = target(provider);
   return { url, headers, body: JSON.stringify(body) };
+}
+
+/** Every OpenAI-only field, as `OPENAI_ONLY_FIELDS` lists them (the one list the formats share). */
+const OPENAI_ONLY_FIELD_NAMES = Object.freeze(Object.keys(OPENAI_ONLY_FIELDS) as (keyof OpenAIOnlyFields)[]);
+
+function copyField<K extends keyof OpenAIOnlyFields>(
+  body: OpenAIOnlyFields,
+  fields: OpenAIOnlyFields,
+  name: K,
+): void {
+  const value = fields[name];
+  if (value !== undefined) body[name] = value;
 }
 
 const target = perProvider((provider) => ({

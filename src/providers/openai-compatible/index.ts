@@ -1,5 +1,6 @@
 import type { ProviderAdapter } from '../types.js';
 import { buildOpenAIRequest } from './build-openai-request.js';
+import { openaiRefusal } from './openai-refusal.js';
 import { parseOpenAIResponse } from './parse-openai-response.js';
 
 /**
@@ -8,11 +9,21 @@ import { parseOpenAIResponse } from './parse-openai-response.js';
  */
 export const openaiCompatibleAdapter: ProviderAdapter = Object.freeze({
   wireFormat: 'openai-compatible',
+  refusal: openaiRefusal,
   buildRequest: buildOpenAIRequest,
   parseResponse: parseOpenAIResponse,
 });
 
 export { buildOpenAIRequest } from './build-openai-request.js';
+export { convertOpenAIUsage } from './convert-openai-usage.js';
+export { convertToOpenAIContentParts } from './convert-to-openai-content-parts.js';
+export { convertToOpenAIMessages } from './convert-to-openai-messages.js';
+export { convertToOpenAIResponseFormat } from './convert-to-openai-response-format.js';
+export { convertToOpenAIToolChoice, convertToOpenAITools } from './convert-to-openai-tools.js';
 export { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
 export { openaiErrorReader } from './openai-error.js';
-export { convertOpenAIUsage, parseOpenAIResponse } from './parse-openai-response.js';
+export { openaiRefusal } from './openai-refusal.js';
+export { openaiToolCallId } from './openai-tool-call-id.js';
+export { parseOpenAIChoice } from './parse-openai-choice.js';
+export { parseOpenAIResponse } from './parse-openai-response.js';
+export { readOpenAIToolCalls } from './read-openai-tool-calls.js';

@@ -1,52 +1,53 @@
-import { badResponse, isRecord, readTokenCount } from '../json-value.js';
-import type { ChatResult, ProviderConfig, UpstreamHttpResponse, UpstreamUsage } from '../types.js';
+import { badResponse, isRecord } from '../json-value.js';
+import type { ChatResult, ProviderConfig, UpstreamChatRequest, UpstreamHttpResponse } from '../types.js';
 import { readSuccessBody } from '../upstream-failure-from-status.js';
-import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
+import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { openaiErrorReader } from './openai-error.js';
+import { parseOpenAIChoice } from './parse-openai-choice.js';
 
 /**
- * Reads an OpenAI-compatible chat completion: `choices[0].message.content`, its `finish_reason`, and
- * `usage.prompt_tokens` / `usage.completion_tokens` (absent usage stays `undefined`).
+ * Reads an OpenAI-compatible chat completion: one choice per `choices[]` element, in the order of their
+ * `index` (`parseOpenAIChoice`), the usage (`convertOpenAIUsage`) and the model that served the call. An
+ * answer with no choice at all cannot be read (`bad_response`, tried elsewhere).
  *
  * @see https://platform.openai.com/docs/api-reference/chat/object
  */
-export function parseOpenAIResponse(provider: ProviderConfig, response: UpstreamHttpResponse): ChatResult {
+export function parseOpenAIResponse(
+  provider: ProviderConfig,
+  response: UpstreamHttpResponse,
+  request: UpstreamChatRequest,
+): ChatResult {
   const body = readSuccessBody(response, openaiErrorReader, { secret: provider.apiKey });
-  const choices = body.choices;
-  const choice = Array.isArray(choices) ? (choices[0] as unknown) : undefined;
-  if (!isRecord(choice) || !isRecord(choice.message)) {
-    throw badResponse('upstream answer has no choices[0].message', response.status);
+  const { choices } = body;
+  if (!Array.isArray(choices) || choices.length === 0) {
+    throw badResponse('upstream answer has no choices', response.status);
   }
+  const logprobsRequested = request.logprobs !== undefined;
+  const responseId = typeof body.id === 'string' ? body.id : undefined;
+  const turn = request.messages.length;
   return {
-    text: readOpenAIContent(choice.message.content, response.status),
-    finishReason: mapOpenAIFinishReason(choice.finish_reason),
+    choices: inIndexOrder(choices as unknown[]).map((choice, position) =>
+      parseOpenAIChoice(choice, { responseId, turn, choice: position }, logprobsRequested, response.status),
+    ),
     usage: convertOpenAIUsage(body.usage),
     model: typeof body.model === 'string' ? body.model : undefined,
   };
 }
 
-/** `content` is a string, `null` (nothing said) or, from some compatible upstreams, an array of parts. */
-function readOpenAIContent(content: unknown, status: number): string {
-  if (typeof content === 'string') return content;
-  if (content === null || content === undefined) return '';
-  if (Array.isArray(content)) {
-    return content
-      .map((part: unknown) =>
-        isRecord(part) && part.type === 'text' && typeof part.text === 'string' ? part.text : '',
-      )
-      .join('');
-  }
-  throw badResponse('upstream choices[0].message.content is neither text nor parts', status);
+/**
+ * The choices sorted by their `index` (OpenAI sends them in order; nothing says every compatible server
+ * does). A choice without a usable index keeps its place in the list.
+ */
+function inIndexOrder(choices: unknown[]): unknown[] {
+  if (choices.length === 1) return choices;
+  return choices
+    .map((choice, position) => ({ choice, key: indexOf(choice) ?? position }))
+    .sort((a, b) => a.key - b.key)
+    .map(({ choice }) => choice);
 }
 
-/**
- * @see https://platform.openai.com/docs/api-reference/chat/object#chat/object-usage
- */
-export function convertOpenAIUsage(usage: unknown): UpstreamUsage {
-  if (usage === undefined || usage === null) return { promptTokens: undefined, completionTokens: undefined };
-  if (!isRecord(usage)) throw badResponse('upstream usage is not an object');
-  return {
-    promptTokens: readTokenCount(usage, 'prompt_tokens'),
-    completionTokens: readTokenCount(usage, 'completion_tokens'),
-  };
+function indexOf(choice: unknown): number | undefined {
+  return isRecord(choice) && typeof choice.index === 'number' && Number.isSafeInteger(choice.index)
+    ? choice.index
+    : undefined;
 }
