@@ -26,9 +26,7 @@ export type WireFormat = 'openai-compatible' | 'anthropic' | 'gemini';
 export type Role = 'system' | 'developer' | 'user' | 'assistant' | 'tool';
 
 /** An image, inline (base64 of its bytes) or by reference (an http(s) URL the gateway never fetches). */
-export type ImageSource =
-  | { kind: 'data'; mediaType: string; data: string }
-  | { kind: 'url'; url: string };
+export type ImageSource = { kind: 'data'; mediaType: string; data: string } | { kind: 'url'; url: string };
 
 /**
  * One part of a user message that is not text alone. Text-only content is always a plain string: parts
@@ -45,7 +43,13 @@ export type ContentPart =
    * `file`: inline (`data` is base64, `mediaType` read off its data URL) or an upstream file id (which only
    * an OpenAI-compatible upstream can resolve).
    */
-  | { type: 'file'; data: string | undefined; mediaType: string | undefined; fileId: string | undefined; filename: string | undefined };
+  | {
+      type: 'file';
+      data: string | undefined;
+      mediaType: string | undefined;
+      fileId: string | undefined;
+      filename: string | undefined;
+    };
 
 /** A function call the assistant made. `arguments` is the JSON text exactly as the model wrote it. */
 export interface ToolCall {
@@ -290,5 +294,9 @@ export interface ProviderAdapter {
    * `UpstreamError` (kind by status: 429 → rate_limited, 5xx → server_error, 401/403 → auth, other 4xx →
    * rejected, unreadable 2xx → bad_response) otherwise.
    */
-  parseResponse(provider: ProviderConfig, response: UpstreamHttpResponse, request: UpstreamChatRequest): ChatResult;
+  parseResponse(
+    provider: ProviderConfig,
+    response: UpstreamHttpResponse,
+    request: UpstreamChatRequest,
+  ): ChatResult;
 }

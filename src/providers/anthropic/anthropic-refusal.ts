@@ -1,3 +1,4 @@
+import { toolArgumentsObject } from '../tool-arguments.js';
 import {
   type ChatMessage,
   OPENAI_ONLY_FIELDS,
@@ -8,7 +9,6 @@ import {
 } from '../types.js';
 import { unsupportedContentPart } from './convert-anthropic-content-part.js';
 import { enablesThinking } from './convert-anthropic-thinking.js';
-import { toolArgumentsObject } from '../tool-arguments.js';
 
 const FORMAT = 'Anthropic Messages';
 

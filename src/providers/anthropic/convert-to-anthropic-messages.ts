@@ -1,3 +1,4 @@
+import { toolArgumentsObject } from '../tool-arguments.js';
 import type { ChatMessage, ContentPart } from '../types.js';
 import type {
   AnthropicContentBlock,
@@ -6,7 +7,6 @@ import type {
   AnthropicToolUseBlock,
 } from './anthropic-wire-types.js';
 import { convertAnthropicContentPart } from './convert-anthropic-content-part.js';
-import { toolArgumentsObject } from '../tool-arguments.js';
 
 export type { AnthropicMessage } from './anthropic-wire-types.js';
 

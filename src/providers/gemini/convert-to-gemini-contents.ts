@@ -1,9 +1,9 @@
 import { isRecord } from '../json-value.js';
+import { toolArgumentsObject } from '../tool-arguments.js';
 import type { ChatMessage, ContentPart, ToolCall } from '../types.js';
 import { convertGeminiContentPart } from './convert-gemini-content-part.js';
 import { geminiThoughtSignature } from './gemini-thought-signature.js';
 import type { GeminiContent, GeminiPart, GeminiSystemInstruction } from './gemini-wire-types.js';
-import { toolArgumentsObject } from '../tool-arguments.js';
 
 export type { GeminiContent, GeminiPart } from './gemini-wire-types.js';
 

@@ -1,3 +1,4 @@
+import { toolArgumentsObject } from '../tool-arguments.js';
 import {
   type ChatMessage,
   OPENAI_ONLY_FIELDS,
@@ -7,7 +8,6 @@ import {
   type UpstreamCallSpec,
 } from '../types.js';
 import { unsupportedGeminiContentPart } from './convert-gemini-content-part.js';
-import { toolArgumentsObject } from '../tool-arguments.js';
 
 /** The most candidates one `generateContent` call returns (`candidateCount`). */
 export const GEMINI_MAX_CANDIDATES = 8;
