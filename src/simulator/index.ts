@@ -4,6 +4,11 @@
  * deterministic replies, o200k token usage and fault injection. Used by the tests, `tollgate demo` and the
  * benchmark. Imports nothing else from `src/`.
  *
+ * Beyond text it speaks tool calling, structured output, images / audio / files, several choices, log
+ * probabilities and reasoning, in each format's own shape and with each API's own validation (`answer.ts`
+ * says how the simulated model behaves, `prompt-tokens.ts` and `media.ts` how a prompt is counted). A
+ * text-only request is answered and counted as it always was (`composeReply`, `promptTokens`).
+ *
  * @see https://platform.openai.com/docs/api-reference/chat
  * @see https://docs.anthropic.com/en/api/messages
  * @see https://ai.google.dev/api/generate-content
@@ -13,6 +18,11 @@ import { FaultBook } from './faults.js';
 import { createSimServer, FORMATS } from './server.js';
 import type { SimFault, SimRequest, Simulator, SimulatorOptions, WireFormat } from './types.js';
 
+export { THINKING_TOKENS } from './formats/anthropic-blocks.js';
+export { THOUGHT_TOKENS } from './formats/gemini-request.js';
+export { REASONING_TOKENS } from './formats/openai-request.js';
+export { AUDIO_TOKENS_PER_KB, audioTokens, FILE_BYTES_PER_TOKEN, fileTokens, IMAGE_TOKENS } from './media.js';
+export { toolCallTokens, toolResultTokens, toolsTokens } from './prompt-tokens.js';
 export type { SimFault, SimRequest, Simulator, SimulatorOptions, WireFormat } from './types.js';
 
 /** Starts the simulator on `host:port` (default 127.0.0.1, ephemeral port). */

@@ -61,7 +61,8 @@ export function promptTokens(messageTexts: readonly string[]): number {
   return total;
 }
 
-function hash(text: string): number {
+/** FNV-1a hash of a text (32 bits): the simulator's one source of deterministic variety. */
+export function textHash(text: string): number {
   let h = 2166136261;
   for (let i = 0; i < text.length; i++) {
     h ^= text.charCodeAt(i);
@@ -73,18 +74,19 @@ function hash(text: string): number {
 /**
  * The full (untruncated) deterministic reply: the slug, the first words of the last user message, then
  * 40 filler words chosen from the prompt — always more than 40 tokens, and short enough (< ~90 tokens) that
- * ordinary caps are not reached.
+ * ordinary caps are not reached. `note` (e.g. ` (saw 1 image)`, see `mediaNote`) follows the slug; the
+ * filler does not depend on it.
  */
-export function fullReplyText(slug: string, lastUserText: string): string {
+export function fullReplyText(slug: string, lastUserText: string, note = ''): string {
   const words = lastUserText
     .split(/\s+/)
     .filter((w) => w.length > 0)
     .slice(0, 8)
     .map((w) => w.slice(0, 24));
-  const start = hash(`${slug}\n${lastUserText}`);
+  const start = textHash(`${slug}\n${lastUserText}`);
   const filler: string[] = [];
   for (let i = 0; i < 40; i++) filler.push(FILLER[(start + i * 7) % FILLER.length] as string);
-  return `Simulated reply from ${slug} to: ${words.join(' ')} … ${filler.join(' ')}.`;
+  return `Simulated reply from ${slug}${note} to: ${words.join(' ')} … ${filler.join(' ')}.`;
 }
 
 /** Replies already composed, by their inputs (short prompts only), oldest first. */
@@ -129,7 +131,16 @@ export function composeReplyNow(
   cap: number,
   stops: readonly string[],
 ): Reply {
-  let text = fullReplyText(slug, lastUserText);
+  return cutReply(fullReplyText(slug, lastUserText), cap, stops);
+}
+
+/**
+ * Any text as a reply: cut at the first stop sequence found (the earliest; empty sequences are ignored),
+ * then truncated to `cap` tokens (encode → slice → decode). `cap` may be 0 (all of it went to reasoning):
+ * the text is then empty and the finish `length`, unless it was empty already.
+ */
+export function cutReply(full: string, cap: number, stops: readonly string[]): Reply {
+  let text = full;
   let stopSequence: string | null = null;
   let cut = text.length;
   for (const stop of stops) {
@@ -143,12 +154,12 @@ export function composeReplyNow(
   text = text.slice(0, cut);
   const tokens = encode(text);
   if (tokens.length > cap) {
-    const truncated = decode(tokens.slice(0, cap));
+    const truncated = decode(tokens.slice(0, Math.max(0, cap)));
     return {
       text: truncated,
       finish: 'length',
       stopSequence: null,
-      completionTokens: Math.min(countTokens(truncated), cap),
+      completionTokens: Math.min(countTokens(truncated), Math.max(0, cap)),
     };
   }
   return {

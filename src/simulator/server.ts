@@ -1,12 +1,19 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import { answer as answerOf } from './answer.js';
 import { type ControlTarget, handleControl } from './control.js';
 import { anthropicFormat } from './formats/anthropic.js';
 import { geminiFormat } from './formats/gemini.js';
 import { openaiFormat } from './formats/openai.js';
-import type { Conversation, FormatAdapter, HttpReply, Usage } from './formats/shared.js';
+import {
+  type Conversation,
+  type FormatAdapter,
+  type HttpReply,
+  isRejection,
+  type Usage,
+} from './formats/shared.js';
 import { parseJson, plainHeaders, readBody, sendJson, sendRaw } from './http.js';
-import { composeReply, promptTokens } from './reply.js';
+import { promptTokens } from './reply.js';
 import type { SimFault, SimRequest } from './types.js';
 
 export const FORMATS: readonly FormatAdapter[] = [openaiFormat, anthropicFormat, geminiFormat];
@@ -80,13 +87,18 @@ export function createSimServer(core: SimCore): SimServer {
     conv: Conversation,
     fault: SimFault | null,
   ): Promise<void> {
-    const reply = composeReply(slug, conv.lastUserText, conv.cap, conv.stops);
+    const answer = answerOf(slug, conv);
     let usage: Usage | null = {
-      promptTokens: promptTokens(conv.messageTexts),
-      completionTokens: reply.completionTokens,
+      promptTokens: promptTokens(conv.messageTexts) + conv.extraPromptTokens,
+      completionTokens: answer.completionTokens,
+      reasoningTokens: answer.reasoningTokens,
     };
     if (fault?.kind === 'usage') {
-      usage = { promptTokens: fault.promptTokens, completionTokens: fault.completionTokens };
+      usage = {
+        promptTokens: fault.promptTokens,
+        completionTokens: fault.completionTokens,
+        reasoningTokens: 0,
+      };
     } else if (fault?.kind === 'no_usage') {
       usage = null;
     }
@@ -95,7 +107,7 @@ export function createSimServer(core: SimCore): SimServer {
       sendJson(res, 200, adapter.noChoices(slug, conv, usage));
       return;
     }
-    sendJson(res, 200, adapter.success(slug, conv, reply, usage));
+    sendJson(res, 200, adapter.success(slug, conv, answer, usage));
   }
 
   async function handleUpstream(
@@ -125,7 +137,7 @@ export function createSimServer(core: SimCore): SimServer {
     });
     if (denied) return send(res, denied);
     const conv = adapter.parse(body, endpoint.model);
-    if (typeof conv === 'string') return send(res, adapter.error(400, conv));
+    if (isRejection(conv)) return send(res, adapter.error(400, conv.rejected, conv.param));
 
     const fault = core.takeFault(slug);
     switch (fault?.kind) {

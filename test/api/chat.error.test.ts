@@ -70,17 +70,25 @@ describe('validation (spec §4 processing rules 2–3)', () => {
     ['a string', { messages: 'hi' }],
     ['an object', { messages: { role: 'user', content: 'hi' } }],
     ['an item without role', { messages: [{ content: 'hi' }] }],
-    ['an unknown role', { messages: [{ role: 'tool', content: 'hi' }] }],
+    ['an unknown role', { messages: [{ role: 'robot', content: 'hi' }] }],
+    ['a tool message without tool_call_id', { messages: [{ role: 'tool', content: 'hi' }] }],
     ['a non-string content', { messages: [{ role: 'user', content: 5 }] }],
     ['a null content', { messages: [{ role: 'user', content: null }] }],
     [
-      'an image part',
-      { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+      'an image part in a system message',
+      { messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
     ],
     ['a null item', { messages: [null] }],
   ])('400 invalid_messages when messages is %s', async (_label, body) => {
     const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
     expect(error.message).toBe('Messages array is required');
+  });
+
+  it('400 invalid_messages naming the part for an image URL that is neither data: nor http(s)', async () => {
+    const body = { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] };
+    const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
+    expect(error.message).toMatch(/^Messages array is required: /);
+    expect(error.param).toBe('messages[0].content[0].image_url.url');
   });
 
   it('400 streaming_not_supported for stream: true', async () => {

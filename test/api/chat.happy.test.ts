@@ -179,7 +179,14 @@ describe('POST /api/v1/chat/completions — success', () => {
     h.sim.setFault('mistral', null);
     expect(res.status).toBe(200);
     const body = res.body as unknown as Body;
-    expect(body.usage).toEqual({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, cost: 0 });
+    expect(body.usage).toEqual({
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      total_tokens: 0,
+      prompt_tokens_details: { cached_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0 },
+      cost: 0,
+    });
     expect(body.meta.cost).toEqual({ input: 0, output: 0, total: 0 });
     expect(await h.balanceNano()).toBe(before);
   });

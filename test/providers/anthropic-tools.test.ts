@@ -250,3 +250,34 @@ describe('anthropic adapter: refusal stop', () => {
     ]);
   });
 });
+
+describe('tool call ids other upstreams made', () => {
+  it('are sent in the form Anthropic takes, the same on the call and on its result', () => {
+    const claude = providerConfig(
+      'prov-claude',
+      'anthropic',
+      'https://api.anthropic.com',
+      'claude-sonnet-4-5',
+    );
+    const req = anthropicAdapter.buildRequest(
+      claude,
+      chatRequest({
+        messages: [
+          { role: 'user', content: 'Weather?' },
+          {
+            role: 'assistant',
+            content: null,
+            toolCalls: [{ id: 'functions.get_weather:0', name: 'get_weather', arguments: '{}' }],
+          },
+          { role: 'tool', toolCallId: 'functions.get_weather:0', name: 'get_weather', content: 'sunny' },
+        ],
+      }),
+    );
+    const messages = jsonBody(req.body).messages as Array<{ content: Array<Record<string, unknown>> }>;
+    expect(messages[1]?.content[0]).toMatchObject({ type: 'tool_use', id: 'functions_get_weather_0' });
+    expect(messages[2]?.content[0]).toMatchObject({
+      type: 'tool_result',
+      tool_use_id: 'functions_get_weather_0',
+    });
+  });
+});

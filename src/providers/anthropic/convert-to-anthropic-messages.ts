@@ -60,7 +60,7 @@ export function convertToAnthropicMessages(messages: readonly ChatMessage[]): An
         appendTurn(turns, 'assistant', assistantContent(message));
         break;
       case 'tool':
-        appendTurn(turns, 'user', [toolResult(message.toolCallId, message.content)]);
+        appendTurn(turns, 'user', [toolResult(anthropicToolUseId(message.toolCallId), message.content)]);
         break;
     }
   }
@@ -96,7 +96,7 @@ function assistantContent(message: Extract<ChatMessage, { role: 'assistant' }>):
   for (const call of calls) {
     const toolUse: AnthropicToolUseBlock = {
       type: 'tool_use',
-      id: call.id,
+      id: anthropicToolUseId(call.id),
       name: call.name,
       // Arguments that are not a JSON object are refused before the call (see `anthropicRefusal`).
       input: toolArgumentsObject(call.arguments) ?? {},
@@ -127,4 +127,15 @@ function appendTurn(turns: AnthropicMessage[], role: AnthropicMessage['role'], c
 
 function asBlocks(content: TurnContent): AnthropicContentBlock[] {
   return typeof content === 'string' ? [{ type: 'text', text: content }] : content;
+}
+
+/**
+ * A tool call id as Anthropic takes it (`^[a-zA-Z0-9_-]+$`): ids other upstreams made (Kimi writes
+ * `functions.get_weather:0`) have every other character replaced by `_`, the same way on the call and on
+ * its result, so the pair still matches.
+ *
+ * @see https://docs.anthropic.com/en/api/messages#body-messages-content (tool_use `id`)
+ */
+export function anthropicToolUseId(id: string): string {
+  return id.replace(/[^a-zA-Z0-9_-]/g, '_');
 }

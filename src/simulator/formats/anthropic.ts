@@ -1,19 +1,15 @@
 /**
  * Anthropic Messages (`POST {baseUrl}/v1/messages`, `x-api-key` + `anthropic-version`).
+ * Tool calls come back as `tool_use` blocks (ids `toolu_01<22 alphanumerics>`, after a short text block
+ * when the model chose the tools itself), stop reason `tool_use`; thinking as a `thinking` block (signed)
+ * before the answer, its tokens part of `output_tokens`.
  * @see https://docs.anthropic.com/en/api/messages
  * @see https://docs.anthropic.com/en/api/errors
  */
-import type { Finish } from '../reply.js';
-import {
-  type Conversation,
-  type FormatAdapter,
-  type HttpReply,
-  isPositiveInt,
-  isRecord,
-  isStringArray,
-  randomId,
-  textOfParts,
-} from './shared.js';
+import type { ChoiceAnswer } from '../answer.js';
+import { signThinking, THINKING_TEXT } from './anthropic-blocks.js';
+import { parseAnthropicRequest } from './anthropic-request.js';
+import { type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
 function errorType(status: number): string {
   switch (status) {
@@ -40,48 +36,45 @@ function errorType(status: number): string {
   }
 }
 
-function stopReason(finish: Finish): string {
-  if (finish === 'length') return 'max_tokens';
-  return finish === 'stop_sequence' ? 'stop_sequence' : 'end_turn';
-}
-
-function parse(body: unknown): Conversation | string {
-  if (!isRecord(body)) return 'The request body must be a JSON object.';
-  if (typeof body.model !== 'string' || body.model.length === 0) return 'model: Field required (string)';
-  if (body.max_tokens === undefined) return 'max_tokens: Field required';
-  if (!isPositiveInt(body.max_tokens)) return 'max_tokens: must be a positive integer';
-  const { messages } = body;
-  if (!Array.isArray(messages) || messages.length === 0) return 'messages: must be a non-empty array';
-  const messageTexts: string[] = [];
-  if (body.system !== undefined) {
-    const system = textOfParts(body.system);
-    if (system === null) return 'system: must be a string or an array of {type: "text", text} blocks';
-    messageTexts.push(system);
+function stopReason(choice: ChoiceAnswer): string {
+  switch (choice.finish) {
+    case 'tool_calls':
+      return 'tool_use';
+    case 'length':
+      return 'max_tokens';
+    case 'stop_sequence':
+      return 'stop_sequence';
+    default:
+      return 'end_turn';
   }
-  let lastUserText = '';
-  for (const [i, message] of messages.entries()) {
-    if (!isRecord(message)) return `messages.${i}: must be an object`;
-    if (message.role !== 'user' && message.role !== 'assistant') {
-      return `messages.${i}.role: Input should be 'user' or 'assistant'${
-        message.role === 'system' ? ' (use the top-level system parameter for a system prompt)' : ''
-      }`;
-    }
-    const text = textOfParts(message.content);
-    if (text === null) {
-      return `messages.${i}.content: must be a string or an array of {type: "text", text} blocks`;
-    }
-    messageTexts.push(text);
-    if (message.role === 'user') lastUserText = text;
-  }
-  if (body.stream === true) return 'stream: the simulator does not stream';
-  let stops: string[] = [];
-  if (isStringArray(body.stop_sequences)) stops = body.stop_sequences;
-  else if (body.stop_sequences !== undefined) return 'stop_sequences: must be an array of strings';
-  return { model: body.model, messageTexts, lastUserText, cap: body.max_tokens, stops };
 }
 
 function error(status: number, message: string): HttpReply {
   return { status, body: { type: 'error', error: { type: errorType(status), message } } };
+}
+
+function usageBody(usage: Usage) {
+  return {
+    input_tokens: usage.promptTokens,
+    output_tokens: usage.completionTokens,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    ...(usage.reasoningTokens > 0
+      ? { output_tokens_details: { thinking_tokens: usage.reasoningTokens } }
+      : {}),
+  };
+}
+
+function contentBlocks(choice: ChoiceAnswer): unknown[] {
+  const blocks: unknown[] = [];
+  if (choice.reasoningTokens > 0) {
+    blocks.push({ type: 'thinking', thinking: THINKING_TEXT, signature: signThinking(THINKING_TEXT) });
+  }
+  if (choice.toolCalls.length === 0 || choice.text !== '') blocks.push({ type: 'text', text: choice.text });
+  for (const call of choice.toolCalls) {
+    blocks.push({ type: 'tool_use', id: `toolu_01${randomId(22)}`, name: call.name, input: call.args });
+  }
+  return blocks;
 }
 
 export const anthropicFormat: FormatAdapter = {
@@ -94,19 +87,19 @@ export const anthropicFormat: FormatAdapter = {
     if (!call.headers['anthropic-version']) return error(400, 'anthropic-version: header is required');
     return null;
   },
-  parse: (body) => parse(body),
-  success(_slug, conv, reply, usage) {
+  parse: (body) => parseAnthropicRequest(body),
+  success(_slug, conv, answer, usage) {
+    // Anthropic has no `n`: the answer has one choice.
+    const choice = answer.choices[0] as ChoiceAnswer;
     return {
       id: `msg_${randomId(24)}`,
       type: 'message',
       role: 'assistant',
       model: conv.model,
-      content: [{ type: 'text', text: reply.text }],
-      stop_reason: stopReason(reply.finish),
-      stop_sequence: reply.stopSequence,
-      ...(usage === null
-        ? {}
-        : { usage: { input_tokens: usage.promptTokens, output_tokens: usage.completionTokens } }),
+      content: contentBlocks(choice),
+      stop_reason: stopReason(choice),
+      stop_sequence: choice.stopSequence,
+      ...(usage === null ? {} : { usage: usageBody(usage) }),
     };
   },
   noChoices(_slug, conv, usage) {
@@ -117,8 +110,8 @@ export const anthropicFormat: FormatAdapter = {
       model: conv.model,
       stop_reason: 'end_turn',
       stop_sequence: null,
-      usage: { input_tokens: usage.promptTokens, output_tokens: usage.completionTokens },
+      usage: usageBody(usage),
     };
   },
-  error,
+  error: (status, message) => error(status, message),
 };

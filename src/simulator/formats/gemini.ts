@@ -1,18 +1,18 @@
 /**
  * Gemini generateContent (`POST {baseUrl}/v1beta/models/{model}:generateContent`, `x-goog-api-key` or `?key=`).
+ * Function calls come back as `functionCall` parts without an `id` (as the Gemini Developer API answers
+ * for Gemini 2.x models), finish `STOP`; `candidateCount` candidates; log probabilities as
+ * `logprobsResult` + `avgLogprobs`; thinking as `usageMetadata.thoughtsTokenCount`, which — as Gemini
+ * reports it — is not part of `candidatesTokenCount` but is part of `totalTokenCount` (and of the
+ * `maxOutputTokens` budget). A candidate that produced nothing (thinking spent the budget) has no `parts`.
  * @see https://ai.google.dev/api/generate-content
+ * @see https://ai.google.dev/api/generate-content#UsageMetadata
  * @see https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes
  */
-import { DEFAULT_CAP, type Finish } from '../reply.js';
-import {
-  type Conversation,
-  type FormatAdapter,
-  type HttpReply,
-  isPositiveInt,
-  isRecord,
-  isStringArray,
-  randomId,
-} from './shared.js';
+import type { ChoiceAnswer } from '../answer.js';
+import { tokenLogprobs } from '../logprobs.js';
+import { parseGeminiRequest, THOUGHT_TEXT } from './gemini-request.js';
+import { type Conversation, type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
 const STATUS: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -32,80 +32,60 @@ function statusName(status: number): string {
   return STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT');
 }
 
-function finishReason(finish: Finish): string {
-  return finish === 'length' ? 'MAX_TOKENS' : 'STOP';
-}
-
-/** Text of a `{parts: [{text}]}` object; null if malformed. */
-function textOfContent(content: unknown): string | null {
-  if (!isRecord(content) || !Array.isArray(content.parts) || content.parts.length === 0) return null;
-  const texts: string[] = [];
-  for (const part of content.parts) {
-    if (!isRecord(part) || typeof part.text !== 'string') return null;
-    texts.push(part.text);
-  }
-  return texts.join('\n');
-}
-
-function parse(body: unknown, model: string): Conversation | string {
-  if (!isRecord(body)) return 'Invalid JSON payload received. The request body must be a JSON object.';
-  const { contents } = body;
-  if (!Array.isArray(contents) || contents.length === 0) {
-    return '* GenerateContentRequest.contents: contents is not specified';
-  }
-  const messageTexts: string[] = [];
-  if (body.systemInstruction !== undefined) {
-    const system = textOfContent(body.systemInstruction);
-    if (system === null) return '* GenerateContentRequest.system_instruction: must be {parts: [{text}]}';
-    messageTexts.push(system);
-  }
-  let lastUserText = '';
-  for (const [i, content] of contents.entries()) {
-    if (!isRecord(content) || (content.role !== 'user' && content.role !== 'model')) {
-      return `* GenerateContentRequest.contents[${i}].role: must be 'user' or 'model'`;
-    }
-    const text = textOfContent(content);
-    if (text === null) {
-      return `* GenerateContentRequest.contents[${i}].parts: must be a non-empty array of {text}`;
-    }
-    messageTexts.push(text);
-    if (content.role === 'user') lastUserText = text;
-  }
-  let cap = DEFAULT_CAP;
-  let stops: string[] = [];
-  const config = body.generationConfig;
-  if (config !== undefined) {
-    if (!isRecord(config)) return '* GenerateContentRequest.generation_config: must be an object';
-    if (config.maxOutputTokens !== undefined) {
-      if (!isPositiveInt(config.maxOutputTokens)) {
-        return '* GenerateContentRequest.generation_config.max_output_tokens: must be a positive integer';
-      }
-      cap = config.maxOutputTokens;
-    }
-    for (const field of ['temperature', 'topP'] as const) {
-      if (config[field] !== undefined && typeof config[field] !== 'number') {
-        return `* GenerateContentRequest.generation_config.${field}: must be a number`;
-      }
-    }
-    if (config.stopSequences !== undefined) {
-      if (!isStringArray(config.stopSequences)) {
-        return '* GenerateContentRequest.generation_config.stop_sequences: must be an array of strings';
-      }
-      stops = config.stopSequences;
-    }
-  }
-  return { model, messageTexts, lastUserText, cap, stops };
+function finishReason(choice: ChoiceAnswer): string {
+  return choice.finish === 'length' ? 'MAX_TOKENS' : 'STOP';
 }
 
 function error(status: number, message: string): HttpReply {
   return { status, body: { error: { code: status, message, status: statusName(status) } } };
 }
 
-function usageMetadata(promptTokens: number, completionTokens: number) {
+function usageMetadata(usage: Usage) {
   return {
-    promptTokenCount: promptTokens,
-    candidatesTokenCount: completionTokens,
-    totalTokenCount: promptTokens + completionTokens,
+    promptTokenCount: usage.promptTokens,
+    candidatesTokenCount: usage.completionTokens - usage.reasoningTokens,
+    totalTokenCount: usage.promptTokens + usage.completionTokens,
+    ...(usage.reasoningTokens > 0 ? { thoughtsTokenCount: usage.reasoningTokens } : {}),
+  };
+}
+
+function logprobsOf(text: string, top: number) {
+  const tokens = tokenLogprobs(text, top);
+  const chosen = tokens.map((t) => ({ token: t.token, tokenId: t.tokenId, logProbability: t.logprob }));
+  const sum = chosen.reduce((total, c) => total + c.logProbability, 0);
+  return {
+    avgLogprobs: chosen.length === 0 ? 0 : sum / chosen.length,
+    logprobsResult: {
+      ...(top > 0
+        ? {
+            topCandidates: tokens.map((t) => ({
+              candidates: t.top.map((alt) => ({
+                token: alt.token,
+                tokenId: alt.tokenId,
+                logProbability: alt.logprob,
+              })),
+            })),
+          }
+        : {}),
+      chosenCandidates: chosen,
+      logProbabilitySum: sum,
+    },
+  };
+}
+
+function renderCandidate(conv: Conversation, choice: ChoiceAnswer, index: number) {
+  const parts: unknown[] = [];
+  if (conv.showThoughts && choice.reasoningTokens > 0) parts.push({ text: THOUGHT_TEXT, thought: true });
+  if (choice.toolCalls.length > 0) {
+    for (const call of choice.toolCalls) parts.push({ functionCall: { name: call.name, args: call.args } });
+  } else if (choice.text !== '' || choice.finish !== 'length') {
+    parts.push({ text: choice.text });
+  }
+  return {
+    content: parts.length > 0 ? { parts, role: 'model' } : { role: 'model' },
+    finishReason: finishReason(choice),
+    index,
+    ...(conv.logprobs === null ? {} : logprobsOf(choice.text, conv.logprobs.top)),
   };
 }
 
@@ -124,23 +104,17 @@ export const geminiFormat: FormatAdapter = {
       'Request is missing required authentication credential. Expected an API key (x-goog-api-key header or key parameter).',
     );
   },
-  parse: (body, pathModel) => parse(body, pathModel ?? ''),
-  success(_slug, conv, reply, usage) {
+  parse: (body, pathModel) => parseGeminiRequest(body, pathModel ?? ''),
+  success(_slug, conv, answer, usage) {
     return {
-      candidates: [
-        {
-          content: { parts: [{ text: reply.text }], role: 'model' },
-          finishReason: finishReason(reply.finish),
-          index: 0,
-        },
-      ],
-      ...(usage === null ? {} : { usageMetadata: usageMetadata(usage.promptTokens, usage.completionTokens) }),
+      candidates: answer.choices.map((choice, i) => renderCandidate(conv, choice, i)),
+      ...(usage === null ? {} : { usageMetadata: usageMetadata(usage) }),
       modelVersion: conv.model,
       responseId: randomId(22),
     };
   },
   noChoices(_slug, _conv, usage) {
-    return { usageMetadata: usageMetadata(usage.promptTokens, usage.completionTokens) };
+    return { usageMetadata: usageMetadata(usage) };
   },
-  error,
+  error: (status, message) => error(status, message),
 };

@@ -1,20 +1,15 @@
 /**
  * OpenAI-compatible Chat Completions (`POST {baseUrl}/chat/completions`, `Authorization: Bearer`).
+ * Tool calls come back as `message.tool_calls` (ids `call_<24 alphanumerics>`, `content` null,
+ * finish `tool_calls`); log probabilities as `choices[].logprobs.content`; reasoning tokens as
+ * `usage.completion_tokens_details.reasoning_tokens` (part of `completion_tokens`).
  * @see https://platform.openai.com/docs/api-reference/chat
+ * @see https://platform.openai.com/docs/api-reference/chat/object
  */
-import { DEFAULT_CAP, type Finish } from '../reply.js';
-import {
-  type Conversation,
-  type FormatAdapter,
-  type HttpReply,
-  isPositiveInt,
-  isRecord,
-  isStringArray,
-  randomId,
-  textOfParts,
-} from './shared.js';
-
-const ROLES = new Set(['system', 'user', 'assistant', 'developer', 'tool']);
+import type { ChoiceAnswer } from '../answer.js';
+import { tokenBytes, tokenLogprobs } from '../logprobs.js';
+import { parseOpenAIRequest } from './openai-request.js';
+import { type Conversation, type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
 function errorType(status: number): { type: string; code: string | null } {
   if (status === 401) return { type: 'authentication_error', code: 'invalid_api_key' };
@@ -25,52 +20,14 @@ function errorType(status: number): { type: string; code: string | null } {
   return { type: 'invalid_request_error', code: null };
 }
 
-function finishReason(finish: Finish): string {
-  return finish === 'length' ? 'length' : 'stop';
+function finishReason(choice: ChoiceAnswer): string {
+  if (choice.finish === 'tool_calls') return 'tool_calls';
+  return choice.finish === 'length' ? 'length' : 'stop';
 }
 
-function parse(body: unknown): Conversation | string {
-  if (!isRecord(body)) return 'The request body must be a JSON object.';
-  if (typeof body.model !== 'string' || body.model.length === 0) return "'model' must be a non-empty string.";
-  const { messages } = body;
-  if (!Array.isArray(messages) || messages.length === 0) return "'messages' must be a non-empty array.";
-  const messageTexts: string[] = [];
-  let lastUserText = '';
-  for (const [i, message] of messages.entries()) {
-    if (!isRecord(message)) return `'messages.${i}' must be an object.`;
-    if (typeof message.role !== 'string' || !ROLES.has(message.role)) {
-      return `'messages.${i}.role' must be one of system, user, assistant, developer, tool.`;
-    }
-    const nullAllowed = message.role === 'assistant' && message.content === null;
-    const text = nullAllowed ? '' : textOfParts(message.content);
-    if (text === null) return `'messages.${i}.content' must be a string or an array of text parts.`;
-    messageTexts.push(text);
-    if (message.role === 'user') lastUserText = text;
-  }
-  for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
-    const value = body[field];
-    if (value !== undefined && value !== null && !isPositiveInt(value)) {
-      return `'${field}' must be a positive integer.`;
-    }
-  }
-  if (body.stream === true) return 'The simulator does not stream; stream must be false or absent.';
-  let stops: string[] = [];
-  if (typeof body.stop === 'string') stops = [body.stop];
-  else if (isStringArray(body.stop)) stops = body.stop;
-  else if (body.stop !== undefined && body.stop !== null) {
-    return "'stop' must be a string or an array of strings.";
-  }
-  const cap = isPositiveInt(body.max_completion_tokens)
-    ? body.max_completion_tokens
-    : isPositiveInt(body.max_tokens)
-      ? body.max_tokens
-      : DEFAULT_CAP;
-  return { model: body.model, messageTexts, lastUserText, cap, stops };
-}
-
-function error(status: number, message: string): HttpReply {
+function error(status: number, message: string, param: string | null = null): HttpReply {
   const { type, code } = errorType(status);
-  return { status, body: { error: { message, type, code, param: null } } };
+  return { status, body: { error: { message, type, code, param } } };
 }
 
 function envelope(conv: Conversation) {
@@ -79,6 +36,59 @@ function envelope(conv: Conversation) {
     object: 'chat.completion',
     created: Math.floor(Date.now() / 1000),
     model: conv.model,
+  };
+}
+
+function usageBody(usage: Usage) {
+  return {
+    prompt_tokens: usage.promptTokens,
+    completion_tokens: usage.completionTokens,
+    total_tokens: usage.promptTokens + usage.completionTokens,
+    prompt_tokens_details: { cached_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+  };
+}
+
+/** `choices[].logprobs.content`: one entry per o200k token of the text. */
+function logprobsContent(text: string, top: number) {
+  return tokenLogprobs(text, top).map((t) => ({
+    token: t.token,
+    logprob: t.logprob,
+    bytes: tokenBytes(t.token),
+    top_logprobs: t.top.map((alt) => ({
+      token: alt.token,
+      logprob: alt.logprob,
+      bytes: tokenBytes(alt.token),
+    })),
+  }));
+}
+
+function renderChoice(conv: Conversation, choice: ChoiceAnswer, index: number) {
+  const calls = choice.toolCalls;
+  return {
+    index,
+    message: {
+      role: 'assistant',
+      content: calls.length > 0 ? null : choice.text,
+      refusal: null,
+      ...(calls.length > 0
+        ? {
+            tool_calls: calls.map((call) => ({
+              id: `call_${randomId(24)}`,
+              type: 'function',
+              function: { name: call.name, arguments: call.argumentsJson },
+            })),
+          }
+        : {}),
+    },
+    logprobs:
+      conv.logprobs === null
+        ? null
+        : {
+            content: calls.length > 0 ? null : logprobsContent(choice.text, conv.logprobs.top),
+            refusal: null,
+          },
+    finish_reason: finishReason(choice),
   };
 }
 
@@ -98,39 +108,17 @@ export const openaiFormat: FormatAdapter = {
         : "You didn't provide an API key. Provide it in the Authorization header (Bearer <key>).",
     );
   },
-  parse: (body) => parse(body),
-  success(_slug, conv, reply, usage) {
+  parse: (body) => parseOpenAIRequest(body),
+  success(_slug, conv, answer, usage) {
     return {
       ...envelope(conv),
-      choices: [
-        {
-          index: 0,
-          message: { role: 'assistant', content: reply.text, refusal: null },
-          logprobs: null,
-          finish_reason: finishReason(reply.finish),
-        },
-      ],
-      ...(usage === null
-        ? {}
-        : {
-            usage: {
-              prompt_tokens: usage.promptTokens,
-              completion_tokens: usage.completionTokens,
-              total_tokens: usage.promptTokens + usage.completionTokens,
-            },
-          }),
+      choices: answer.choices.map((choice, i) => renderChoice(conv, choice, i)),
+      ...(usage === null ? {} : { usage: usageBody(usage) }),
       system_fingerprint: 'fp_sim',
     };
   },
   noChoices(_slug, conv, usage) {
-    return {
-      ...envelope(conv),
-      usage: {
-        prompt_tokens: usage.promptTokens,
-        completion_tokens: usage.completionTokens,
-        total_tokens: usage.promptTokens + usage.completionTokens,
-      },
-    };
+    return { ...envelope(conv), usage: usageBody(usage) };
   },
   error,
 };

@@ -1,22 +1,30 @@
-import type { Reply } from '../reply.js';
+import type { Answer } from '../answer.js';
+import type { Conversation } from '../conversation.js';
 import type { WireFormat } from '../types.js';
 
-/** What the server needs from a parsed, valid request. */
-export interface Conversation {
-  model: string;
-  /** The text of every message, system included, one entry per message. */
-  messageTexts: string[];
-  /** Text of the last user message ('' if none). */
-  lastUserText: string;
-  /** Completion-token cap (the request's, or the default). */
-  cap: number;
-  stops: string[];
+export type { Conversation } from '../conversation.js';
+
+/** A request the format refuses (400): the message, and (OpenAI) the field it names. */
+export interface Rejection {
+  rejected: string;
+  param: string | null;
+}
+
+export function reject(message: string, param: string | null = null): Rejection {
+  return { rejected: message, param };
+}
+
+export function isRejection(value: Conversation | Rejection): value is Rejection {
+  return 'rejected' in value;
 }
 
 /** Usage numbers to report, or null for none at all. */
 export interface Usage {
   promptTokens: number;
+  /** All output tokens, reasoning included. */
   completionTokens: number;
+  /** Reasoning (thinking) tokens, part of `completionTokens`. */
+  reasoningTokens: number;
 }
 
 export interface HttpReply {
@@ -46,12 +54,12 @@ export interface FormatAdapter {
   matchEndpoint(subpath: string): { model: string | null } | null;
   /** An error reply when the credentials are missing or malformed; null when accepted. */
   authenticate(call: IncomingCall): HttpReply | null;
-  /** The conversation, or a validation error message. */
-  parse(body: unknown, pathModel: string | null): Conversation | string;
-  success(slug: string, conv: Conversation, reply: Reply, usage: Usage | null): unknown;
+  /** The conversation, or why the request is refused. */
+  parse(body: unknown, pathModel: string | null): Conversation | Rejection;
+  success(slug: string, conv: Conversation, answer: Answer, usage: Usage | null): unknown;
   noChoices(slug: string, conv: Conversation, usage: Usage): unknown;
-  /** An error in the format's own shape. */
-  error(status: number, message: string): HttpReply;
+  /** An error in the format's own shape (`param`: the field it is about, where the format names one). */
+  error(status: number, message: string, param?: string | null): HttpReply;
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
@@ -62,8 +70,22 @@ export function isPositiveInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value > 0;
 }
 
+export function isInt(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value);
+}
+
 export function isStringArray(value: unknown): value is string[] {
   return Array.isArray(value) && value.every((v) => typeof v === 'string');
+}
+
+/** A finite number within [min, max]. */
+export function isNumberIn(value: unknown, min: number, max: number): value is number {
+  return typeof value === 'number' && Number.isFinite(value) && value >= min && value <= max;
+}
+
+/** Undefined or null: a field left out. */
+export function isAbsent(value: unknown): value is undefined | null {
+  return value === undefined || value === null;
 }
 
 /** Random alphanumeric id of `length` characters. */
