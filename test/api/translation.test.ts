@@ -111,3 +111,30 @@ describe('what each wire format receives (through the gateway, recorded by the s
     },
   );
 });
+
+describe('sampling settings a wire format lacks are left out, and the answer says so', () => {
+  it.each([
+    [
+      'prov-claude',
+      { seed: 7, presence_penalty: 0.5, temperature: 0.3 },
+      'seed,presence_penalty',
+      ['"seed"', 'presence_penalty'],
+    ],
+    ['prov-gemini', { user: 'u-1', logit_bias: { '50256': -100 } }, 'user,logit_bias', ['u-1', '50256']],
+  ] as const)('%s: x-tollgate-dropped-params names them', async (provider, extra, header, absent) => {
+    const res = await h.chat({ provider, messages: conversation, ...extra });
+    expect(res.status).toBe(200);
+    expect(String(res.headers['x-tollgate-dropped-params']).split(',').sort()).toEqual(
+      header.split(',').sort(),
+    );
+    const sent = lastRequest(h.slug(provider)).body;
+    for (const text of absent) expect(JSON.stringify(sent)).not.toContain(text);
+  });
+
+  it('an OpenAI-compatible provider takes every field: no header', async () => {
+    const res = await h.chat({ provider: 'prov-qwen', messages: conversation, seed: 7, user: 'u-1' });
+    expect(res.status).toBe(200);
+    expect(res.headers['x-tollgate-dropped-params']).toBeUndefined();
+    expect(lastRequest('qwen').body).toMatchObject({ seed: 7, user: 'u-1' });
+  });
+});
