@@ -53,11 +53,19 @@ export function callCost(provider: ProviderConfig, promptTokens: number, complet
  * the store's transactions; this module decides how much to hold and words the 402s.
  */
 export class Billing {
+  /** Holds of calls this process is serving: placed, not yet settled or released. */
+  private readonly open = new Set<string>();
+
   constructor(
     private readonly store: Store,
     private readonly instanceId: string,
     private readonly now: () => number = Date.now,
   ) {}
+
+  /** The ids of the holds this process placed and has not yet settled or released. */
+  heldNow(): string[] {
+    return [...this.open];
+  }
 
   /**
    * Holds an upper bound of the call's cost (DESIGN.md "Holds"): enough for every candidate at its desired
@@ -91,7 +99,7 @@ export class Billing {
   }
 
   /** Charges the actual cost and returns the rest of the hold, writing the usage row (one transaction). */
-  settle(hold: Hold, costNano: number, usage: UsageRecord, idempotency?: SettleInput['idempotency']) {
+  async settle(hold: Hold, costNano: number, usage: UsageRecord, idempotency?: SettleInput['idempotency']) {
     const input: SettleInput = {
       holdId: hold.holdId,
       accountId: hold.accountId,
@@ -101,17 +109,25 @@ export class Billing {
     };
     // Set only when there is one (no spread of an empty object on every call).
     if (idempotency) input.idempotency = idempotency;
-    return this.store.settle(input);
+    try {
+      return await this.store.settle(input);
+    } finally {
+      this.open.delete(hold.holdId);
+    }
   }
 
   /** Returns the whole hold (every candidate failed), writing the failed request's usage row. */
-  release(hold: Hold, usage: UsageRecord | null) {
-    return this.store.release({
-      holdId: hold.holdId,
-      accountId: hold.accountId,
-      holdAmountNano: hold.amountNano,
-      usage,
-    });
+  async release(hold: Hold, usage: UsageRecord | null) {
+    try {
+      return await this.store.release({
+        holdId: hold.holdId,
+        accountId: hold.accountId,
+        holdAmountNano: hold.amountNano,
+        usage,
+      });
+    } finally {
+      this.open.delete(hold.holdId);
+    }
   }
 
   /** Balance and spend of an account: today and this calendar month (UTC). */
@@ -123,9 +139,19 @@ export class Billing {
     return { balanceNano: account.balanceNano, openHoldsNano, todayNano, monthNano };
   }
 
-  /** Writes the usage row of a request refused before any money was held (e.g. 402). */
+  /**
+   * Counts a request refused before any money was held (402): no usage row of its own, one more in its
+   * key's count of the minute (docs/operations.md "Refused requests"), so a flood of refusals cannot grow
+   * the database by a row each.
+   */
   recordRefusal(usage: UsageRecord): Promise<void> {
-    return this.store.recordUsage(usage);
+    return this.store.recordRefusal({
+      accountId: usage.accountId,
+      keyId: usage.keyId,
+      errorCode: usage.errorCode ?? 'insufficient_balance',
+      httpStatus: usage.httpStatus,
+      at: usage.createdAt,
+    });
   }
 
   private async place(
@@ -148,6 +174,7 @@ export class Billing {
   }
 
   private holdOf(req: HoldRequest, holdId: string, amountNano: number): Hold {
+    this.open.add(holdId);
     const candidates = req.candidates.filter(
       (c, i) => i === 0 || capWithinHold(c, amountNano, req.plan) !== undefined,
     );

@@ -46,6 +46,8 @@ export interface Config {
   readonly sqliteCheckpoint: 'inline' | 'background';
   /** Load the fallback tokenizer at start instead of on the first usage-less upstream answer. */
   readonly tokenizerPreload: boolean;
+  /** Longest the fallback tokenizer may count one answer before UTF-8 byte counts stand in. */
+  readonly tokenCountTimeoutMs: number;
   /** Largest request body accepted, in bytes (413 above it). */
   readonly bodyLimitBytes: number;
   /** Most messages accepted in one request. */
@@ -73,6 +75,16 @@ export interface Config {
   readonly keyRateLimitRpm: number;
   /** Requests one API key may have in flight at once; 0 = no limit. */
   readonly keyMaxConcurrent: number;
+  /** Longest time from a request's first byte to the end of its headers; the connection is closed past it. */
+  readonly headersTimeoutMs: number;
+  /** Longest time from a request's first byte to the end of its body; the connection is closed past it. */
+  readonly bodyTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open between two requests. */
+  readonly keepAliveTimeoutMs: number;
+  /** Request bodies one API key may have arriving at once (429 past it); 0 = no limit. */
+  readonly keyMaxPendingBodies: number;
+  /** Request bodies one client address may have arriving at once (429 past it); 0 = no limit. */
+  readonly addressMaxPendingBodies: number;
   /** Circuit breaker per provider (see docs/operations.md). */
   readonly circuit: Readonly<CircuitConfig>;
   /** On SIGTERM, how long in-flight requests may take to finish before connections are cut. */
@@ -94,6 +106,13 @@ export interface Config {
   readonly sessionIdleTimeoutMs: number;
   /** A dashboard session ends this long after its login, used or not. */
   readonly sessionMaxAgeMs: number;
+  /**
+   * Unbilled service (shortfalls) an account may have before `ledger check` fails, in nanodollars
+   * (`LEDGER_SHORTFALL_ALLOWANCE_USD`; 0: any shortfall fails it; docs/operations.md).
+   */
+  readonly ledgerShortfallAllowanceNano: number;
+  /** How long one dashboard report may take, its wait for a turn included (docs/dashboard.md). */
+  readonly dashboardReportTimeoutMs: number;
 }
 
 /**

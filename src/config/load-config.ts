@@ -154,6 +154,20 @@ class Reader {
   }
 }
 
+/** An amount of USD (0 unless set), as integer nanodollars. */
+function readUsdAmount(r: Reader, name: string): number {
+  const v = r.raw(name);
+  if (v === undefined) return 0;
+  const nano = parseUsdToNano(v);
+  if (nano === undefined) {
+    r.problems.push(
+      `${name}: must be an amount in USD, a plain decimal with at most 9 decimal places such as 0 or 2.50 (got "${v}")`,
+    );
+    return 0;
+  }
+  return nano;
+}
+
 /** METRICS_TOKEN: long enough not to be guessed, and sendable in a header. Never echoed in a message. */
 function readMetricsToken(r: Reader): string | undefined {
   const v = r.raw('METRICS_TOKEN');
@@ -284,6 +298,7 @@ export function loadConfig(
     sqliteCacheMb: r.int('SQLITE_CACHE_MB', DEFAULT_SQLITE_CACHE_MB, 1, 65_536),
     sqliteCheckpoint: r.oneOf('SQLITE_CHECKPOINT', ['inline', 'background'] as const, 'background'),
     tokenizerPreload: r.bool('TOKENIZER_PRELOAD', false),
+    tokenCountTimeoutMs: r.int('TOKEN_COUNT_TIMEOUT_MS', 2_000, 10, 600_000),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),
     maxTokensCeiling: r.int('MAX_TOKENS_CEILING', 200_000, 1, 10_000_000),
@@ -296,6 +311,11 @@ export function loadConfig(
     maxConcurrentRequests: r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000),
     keyRateLimitRpm: r.int('KEY_RATE_LIMIT_RPM', 0, 0, 10_000_000),
     keyMaxConcurrent: r.int('KEY_MAX_CONCURRENT', 0, 0, 1_000_000),
+    headersTimeoutMs: r.int('HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+    bodyTimeoutMs: r.int('BODY_TIMEOUT_MS', 60_000, 100, 3_600_000),
+    keepAliveTimeoutMs: r.int('KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),
+    keyMaxPendingBodies: r.int('KEY_MAX_PENDING_BODIES', 64, 0, 1_000_000),
+    addressMaxPendingBodies: r.int('ADDRESS_MAX_PENDING_BODIES', 256, 0, 1_000_000),
     circuit: Object.freeze({
       windowMs: r.int('CIRCUIT_WINDOW_MS', 30_000, 1_000, 3_600_000),
       minRequests: r.int('CIRCUIT_MIN_REQUESTS', 5, 1, 10_000),
@@ -312,7 +332,14 @@ export function loadConfig(
     publicUrl: readPublicUrl(r),
     sessionIdleTimeoutMs: r.int('SESSION_IDLE_TIMEOUT_MS', 2 * 3_600_000, 60_000, 30 * 86_400_000),
     sessionMaxAgeMs: r.int('SESSION_MAX_AGE_MS', 86_400_000, 60_000, 90 * 86_400_000),
+    ledgerShortfallAllowanceNano: readUsdAmount(r, 'LEDGER_SHORTFALL_ALLOWANCE_USD'),
+    dashboardReportTimeoutMs: r.int('DASHBOARD_REPORT_TIMEOUT_MS', 5_000, 100, 600_000),
   };
+  if (config.headersTimeoutMs > config.bodyTimeoutMs) {
+    problems.push(
+      'HEADERS_TIMEOUT_MS: must not be longer than BODY_TIMEOUT_MS (which counts the headers too)',
+    );
+  }
   if (config.sessionIdleTimeoutMs > config.sessionMaxAgeMs) {
     problems.push('SESSION_IDLE_TIMEOUT_MS: must not be longer than SESSION_MAX_AGE_MS');
   }

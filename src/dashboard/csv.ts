@@ -17,6 +17,8 @@ export const USAGE_CSV_HEADER = [
   'status',
   'error_code',
   'http_status',
+  // Last, so the columns before keep their places: 1, or a refusal count (docs/dashboard.md).
+  'requests',
 ];
 
 /**
@@ -52,5 +54,6 @@ export function usageCsvLine(u: UsageRow): string {
     u.status,
     u.errorCode,
     u.httpStatus,
+    u.requests,
   ]);
 }

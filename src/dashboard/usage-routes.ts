@@ -75,10 +75,11 @@ export async function usageRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
     const keyId = usageFilters({ key_id: q.key_id }).keyId;
     const today = Math.floor(now() / DAY_MS);
     const first = today - days + 1;
-    const rows = await dashboardStore.usageDaily(
-      session.accountId,
-      { from: first * DAY_MS, to: (today + 1) * DAY_MS },
-      keyId,
+    const range = { from: first * DAY_MS, to: (today + 1) * DAY_MS };
+    const rows = await dashboardStore.usageDaily(session.accountId, range, keyId);
+    // Refused requests (402 before any hold) reached no provider: counted per day, beside the totals.
+    const refused = new Map(
+      (await dashboardStore.refusalsDaily(session.accountId, range, keyId)).map((r) => [r.day, r.requests]),
     );
     const providers = [...new Set(rows.map((r) => r.provider ?? 'none'))].sort();
     const out = [];
@@ -89,9 +90,14 @@ export async function usageRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
         const ofProvider = ofDay.filter((r) => (r.provider ?? 'none') === p);
         if (ofProvider.length > 0) byProvider[p] = totals(ofProvider);
       }
+      // `requests` counts the refused ones too, as when each had a usage row; `by_provider` cannot.
+      const dayTotals = totals(ofDay);
+      const refusedOfDay = refused.get(day) ?? 0;
       out.push({
         date: new Date(day * DAY_MS).toISOString().slice(0, 10),
-        ...totals(ofDay),
+        ...dayTotals,
+        requests: dayTotals.requests + refusedOfDay,
+        refused: refusedOfDay,
         by_provider: byProvider,
       });
     }

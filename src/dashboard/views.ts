@@ -65,6 +65,8 @@ export function usageView(u: UsageRow) {
     error_code: u.errorCode,
     http_status: u.httpStatus,
     client_gone: u.clientGone,
+    // 1, or for a row of refused requests (402 before any hold) how many one key had in that minute.
+    requests: u.requests,
   };
 }
 

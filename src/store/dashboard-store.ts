@@ -1,8 +1,22 @@
 import { randomBytes } from 'node:crypto';
-import type { CompiledQuery, ExpressionBuilder, Kysely } from 'kysely';
+import {
+  type CompiledQuery,
+  type ExpressionBuilder,
+  type Kysely,
+  type RawBuilder,
+  type SqlBool,
+  sql,
+} from 'kysely';
+import { DatabaseUnavailableError, isStatementTimeout } from './database-unavailable.js';
 import { KyselyStore } from './kysely-store.js';
+import {
+  ADMIN_REPORTS,
+  DEFAULT_REPORT_TIMEOUT_MS,
+  type FairSlots,
+  ReportTimeoutError,
+} from './report-limits.js';
 import { type AccountsTable, type Database, type NewAccountRow, toNumber, toNumberOrNull } from './schema.js';
-import { type SqliteReader, SqliteReaderError } from './sqlite-reader.js';
+import { REPORT_ALIVE_FUNCTION, type SqliteReader, SqliteReaderError } from './sqlite-reader.js';
 import type { Account, AccountRole, AccountStatus, Store, UsageStatus } from './types.js';
 
 const DAY_MS = 86_400_000;
@@ -60,7 +74,10 @@ export interface KeyWithSpend {
   revokedAt: number | null;
   /** What the key's requests were charged, in nanodollars. */
   spendNano: number;
+  /** The key's requests, refused ones included (as when each refusal had a usage row). */
   requests: number;
+  /** Of those, the requests refused before any hold (402), counted apart since migration 0010. */
+  refused: number;
 }
 
 export interface UsageFilters {
@@ -79,6 +96,11 @@ export interface UsageCursor {
   requestId: string;
 }
 
+/**
+ * A row of the usage list: one request — or, for requests refused before any hold (402), the count of one
+ * key's refusals with one error code in one minute (`requests` of them; `requestId` is
+ * `refused-<minute start>-<key id>-<code>`, `createdAt` the minute's start).
+ */
 export interface UsageRow {
   requestId: string;
   createdAt: number;
@@ -97,6 +119,15 @@ export interface UsageRow {
   httpStatus: number;
   durationMs: number;
   clientGone: boolean;
+  /** How many requests the row stands for: 1, or a refusal count. */
+  requests: number;
+}
+
+/** Refused requests (402, before any hold) of an account per UTC day. */
+export interface DailyRefusals {
+  /** UTC day: floor(epoch ms / 86 400 000). */
+  day: number;
+  requests: number;
 }
 
 export interface DailyUsageRow {
@@ -153,6 +184,23 @@ const INVITE_COLUMNS = [
   'revoked_at',
 ] as const;
 
+/** How the dashboard's reports are bounded (`report-limits.ts`). */
+export interface DashboardReports {
+  /** Each report's time bound, its wait for a turn included. */
+  timeoutMs: number;
+  /**
+   * PostgreSQL: where the reports take turns (one account's never hold up another's); each then runs with a
+   * `statement_timeout` of what is left of its bound. The SQLite reader keeps its own turns.
+   */
+  postgresSlots?: FairSlots;
+}
+
+/** A query a report runs: compiled for the reader thread, or executed where it was built. */
+interface ReportQuery<O> {
+  compile(): CompiledQuery<O>;
+  execute(): Promise<O[]>;
+}
+
 /**
  * The dashboard's repository: sessions, invites, sign-up, account administration and the read models
  * of the usage pages. It shares the Kysely instance (and so the transactions' locking rules) of
@@ -165,19 +213,61 @@ export class DashboardStore {
     private readonly now: () => number = Date.now,
     /** SQLite on a file: where the reports run, off the event loop (`sqlite-reader.ts`). */
     private readonly reader?: SqliteReader,
+    private readonly reports: DashboardReports = { timeoutMs: DEFAULT_REPORT_TIMEOUT_MS },
   ) {}
 
   /**
-   * The rows of a report: a query that may read many rows (an account's usage, every account). On SQLite
-   * it runs on the reader thread, so the event loop serves API calls meanwhile — or, should that thread
-   * be unavailable, on the serving connection as before; on PostgreSQL the server runs it anyway.
+   * The rows of a report for `owner` (an account, or `ADMIN_REPORTS`): a query that may read many rows (an
+   * account's usage, every account). `build` makes the query; given a deadline, it adds the reader
+   * thread's time check (`bounded`). On SQLite it runs on a reader thread, in the owner's turn, so the
+   * event loop serves API calls meanwhile — or, should no thread be available, on the serving connection
+   * as before (unbounded); on PostgreSQL the server runs it, in the owner's turn, with a statement timeout.
+   * Past its time bound it fails with `ReportTimeoutError` (503 `service_unavailable`).
    */
-  private async report<O>(query: { compile(): CompiledQuery<O>; execute(): Promise<O[]> }): Promise<O[]> {
-    if (!this.reader) return query.execute();
+  private async report<O>(
+    owner: string,
+    build: (deadline: number | undefined) => ReportQuery<O>,
+  ): Promise<O[]> {
+    const { timeoutMs, postgresSlots } = this.reports;
+    // The real clock, as the reader thread's check reads it (`now` may be a test's).
+    const deadline = Date.now() + timeoutMs;
+    if (this.reader) {
+      try {
+        return await this.reader.all(build(deadline).compile(), { owner, deadline, timeoutMs });
+      } catch (error) {
+        if (error instanceof SqliteReaderError && error.unavailable) return build(undefined).execute();
+        throw error;
+      }
+    }
+    if (!postgresSlots) return build(undefined).execute();
+    const query = build(undefined).compile();
+    return postgresSlots.run(
+      owner,
+      deadline,
+      () => new ReportTimeoutError('waiting', timeoutMs),
+      () => this.onPostgres(query, deadline, timeoutMs),
+    );
+  }
+
+  /**
+   * Runs a report's query on PostgreSQL, cancelled by the server at the report's deadline: the
+   * transaction's `statement_timeout` is what is left of the bound, or the connection's own
+   * (`DATABASE_STATEMENT_TIMEOUT_MS`) when that is shorter.
+   */
+  private async onPostgres<O>(query: CompiledQuery<O>, deadline: number, timeoutMs: number): Promise<O[]> {
+    const leftMs = Math.ceil(deadline - Date.now());
+    if (leftMs <= 0) throw new ReportTimeoutError('waiting', timeoutMs);
     try {
-      return await this.reader.all(query.compile());
+      return await this.db.transaction().execute(async (trx) => {
+        await sql`select set_config('statement_timeout', least(
+            nullif((select setting::bigint from pg_settings where name = 'statement_timeout'), 0),
+            ${leftMs})::text, true)`.execute(trx);
+        return (await trx.executeQuery(query)).rows;
+      });
     } catch (error) {
-      if (error instanceof SqliteReaderError && error.unavailable) return query.execute();
+      if (error instanceof DatabaseUnavailableError && isStatementTimeout(error.cause)) {
+        throw new ReportTimeoutError('running', timeoutMs);
+      }
       throw error;
     }
   }
@@ -270,6 +360,26 @@ export class DashboardStore {
       .where('id', '=', accountId)
       .executeTakeFirst();
     return row?.password_hash;
+  }
+
+  /**
+   * Whether an invite could open an account for `email` now: unused, not withdrawn, not expired, and for
+   * this email or for anyone — the conditions of the claim in `signUp`, which stays the authority (it
+   * re-checks under the row's lock, so two sign-ups racing for one code still get one account). Asked
+   * first, so that a bogus or spent code is refused before the email is looked at: otherwise anyone could
+   * learn which emails have accounts with any made-up code.
+   */
+  async inviteUsable(codeHash: string, email: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('invites')
+      .select('id')
+      .where('code_hash', '=', codeHash)
+      .where('used_at', 'is', null)
+      .where('revoked_at', 'is', null)
+      .where('expires_at', '>', this.now())
+      .where((eb) => eb.or([eb('email', 'is', null), eb('email', '=', email)]))
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /**
@@ -383,7 +493,9 @@ export class DashboardStore {
     if (options.afterEmail !== undefined) query = query.where('email', '>', options.afterEmail);
     if (options.search) query = query.where('email', 'like', `%${escapeLike(options.search)}%`);
     // A search reads every account whose email sorts after the cursor until the page fills.
-    const rows = await this.report(query.orderBy('email', 'asc').limit(options.limit));
+    const rows = await this.report(ADMIN_REPORTS, (deadline) =>
+      bounded(query, 'accounts', deadline).orderBy('email', 'asc').limit(options.limit),
+    );
     return rows.map(toAccount);
   }
 
@@ -398,20 +510,32 @@ export class DashboardStore {
       .orderBy('created_at', 'asc')
       .orderBy('id', 'asc')
       .execute();
-    const spend = await this.report(
+    const spend = await this.report(accountId, (deadline) =>
+      bounded(
+        this.db
+          .selectFrom('usage')
+          .select((eb) => [
+            'key_id',
+            eb.fn.countAll<string | number>().as('requests'),
+            eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
+            eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
+            eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
+          ])
+          .where('account_id', '=', accountId),
+        'usage',
+        deadline,
+      ).groupBy('key_id'),
+    );
+    // The refusal counts are a few rows per minute of refusals: no time check needed.
+    const refused = await this.report(accountId, () =>
       this.db
-        .selectFrom('usage')
-        .select((eb) => [
-          'key_id',
-          eb.fn.countAll<string | number>().as('requests'),
-          eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
-          eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
-          eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
-        ])
+        .selectFrom('refusals')
+        .select((eb) => ['key_id', eb.fn.sum<string | number | null>('requests').as('requests')])
         .where('account_id', '=', accountId)
         .groupBy('key_id'),
     );
     const byKey = new Map(spend.map((s) => [s.key_id, s]));
+    const refusedOf = new Map(refused.map((r) => [r.key_id, sumOf(r.requests)]));
     return keys.map((k) => {
       const s = byKey.get(k.id);
       return {
@@ -422,7 +546,8 @@ export class DashboardStore {
         lastUsedAt: toNumberOrNull(k.last_used_at),
         revokedAt: toNumberOrNull(k.revoked_at),
         spendNano: s ? sumOf(s.input) + sumOf(s.output) - sumOf(s.shortfall) : 0,
-        requests: s ? sumOf(s.requests) : 0,
+        requests: (s ? sumOf(s.requests) : 0) + (refusedOf.get(k.id) ?? 0),
+        refused: refusedOf.get(k.id) ?? 0,
       };
     });
   }
@@ -440,58 +565,72 @@ export class DashboardStore {
 
   // ── usage ────────────────────────────────────────────────────────────────
 
-  /** One page of an account's requests, newest first, after `cursor`. */
+  /**
+   * One page of an account's requests, newest first, after `cursor`: its usage rows, and its refusal
+   * counts (a row per key, error code and minute; none under a provider filter or status ok, as refused
+   * requests reached no provider). The two are read apart, each up to a page, and merged: newest first,
+   * and at one time the usage rows before the counts. A cursor names the last row shown of either kind,
+   * and each query goes on from it by its own order, compared by its own database (no string of one
+   * database's collation is compared here).
+   */
   async usagePage(
     accountId: string,
     filters: UsageFilters,
     options: { limit: number; cursor?: UsageCursor | undefined },
   ): Promise<UsageRow[]> {
-    let query = this.db
-      .selectFrom('usage')
-      .leftJoin('api_keys', 'api_keys.id', 'usage.key_id')
-      .select([
-        'usage.request_id as request_id',
-        'usage.created_at as created_at',
-        'usage.key_id as key_id',
-        'api_keys.name as key_name',
-        'api_keys.hint as key_hint',
-        'usage.provider as provider',
-        'usage.model as model',
-        'usage.prompt_tokens as prompt_tokens',
-        'usage.completion_tokens as completion_tokens',
-        'usage.usage_estimated as usage_estimated',
-        'usage.input_cost_nano as input_cost_nano',
-        'usage.output_cost_nano as output_cost_nano',
-        'usage.shortfall_nano as shortfall_nano',
-        'usage.status as status',
-        'usage.error_code as error_code',
-        'usage.http_status as http_status',
-        'usage.duration_ms as duration_ms',
-        'usage.client_gone as client_gone',
-      ])
-      .where('usage.account_id', '=', accountId);
-    if (filters.keyId !== undefined) query = query.where('usage.key_id', '=', filters.keyId);
-    if (filters.provider !== undefined) query = query.where('usage.provider', '=', filters.provider);
-    if (filters.status !== undefined) query = query.where('usage.status', '=', filters.status);
-    if (filters.from !== undefined) query = query.where('usage.created_at', '>=', filters.from);
-    if (filters.to !== undefined) query = query.where('usage.created_at', '<', filters.to);
     const cursor = options.cursor;
-    if (cursor) {
-      // The plain bound lets the index seek straight to the cursor; the OR breaks ties within one ms.
-      query = query
-        .where('usage.created_at', '<=', cursor.createdAt)
-        .where((eb) =>
-          eb.or([
-            eb('usage.created_at', '<', cursor.createdAt),
-            eb('usage.request_id', '<', cursor.requestId),
-          ]),
-        );
-    }
-    // A filter no index serves (status) reads the account's rows until the page fills.
-    const rows = await this.report(
-      query.orderBy('usage.created_at', 'desc').orderBy('usage.request_id', 'desc').limit(options.limit),
-    );
-    return rows.map((r) => ({
+    const afterCount = cursor ? refusalOf(cursor.requestId) : undefined;
+    const usage = await this.report(accountId, (deadline) => {
+      let query = this.db
+        .selectFrom('usage')
+        .leftJoin('api_keys', 'api_keys.id', 'usage.key_id')
+        .select([
+          'usage.request_id as request_id',
+          'usage.created_at as created_at',
+          'usage.key_id as key_id',
+          'api_keys.name as key_name',
+          'api_keys.hint as key_hint',
+          'usage.provider as provider',
+          'usage.model as model',
+          'usage.prompt_tokens as prompt_tokens',
+          'usage.completion_tokens as completion_tokens',
+          'usage.usage_estimated as usage_estimated',
+          'usage.input_cost_nano as input_cost_nano',
+          'usage.output_cost_nano as output_cost_nano',
+          'usage.shortfall_nano as shortfall_nano',
+          'usage.status as status',
+          'usage.error_code as error_code',
+          'usage.http_status as http_status',
+          'usage.duration_ms as duration_ms',
+          'usage.client_gone as client_gone',
+        ])
+        .where('usage.account_id', '=', accountId);
+      if (filters.keyId !== undefined) query = query.where('usage.key_id', '=', filters.keyId);
+      if (filters.provider !== undefined) query = query.where('usage.provider', '=', filters.provider);
+      if (filters.status !== undefined) query = query.where('usage.status', '=', filters.status);
+      if (filters.from !== undefined) query = query.where('usage.created_at', '>=', filters.from);
+      if (filters.to !== undefined) query = query.where('usage.created_at', '<', filters.to);
+      if (cursor && afterCount) {
+        // After a count: every usage row of its time came before it.
+        query = query.where('usage.created_at', '<', cursor.createdAt);
+      } else if (cursor) {
+        // The plain bound lets the index seek straight to the cursor; the OR breaks ties within one ms.
+        query = query
+          .where('usage.created_at', '<=', cursor.createdAt)
+          .where((eb) =>
+            eb.or([
+              eb('usage.created_at', '<', cursor.createdAt),
+              eb('usage.request_id', '<', cursor.requestId),
+            ]),
+          );
+      }
+      // A filter no index serves (status) reads the account's rows until the page fills.
+      return bounded(query, 'usage', deadline)
+        .orderBy('usage.created_at', 'desc')
+        .orderBy('usage.request_id', 'desc')
+        .limit(options.limit);
+    });
+    const rows: UsageRow[] = usage.map((r) => ({
       requestId: r.request_id,
       createdAt: toNumber(r.created_at),
       keyId: r.key_id,
@@ -508,13 +647,80 @@ export class DashboardStore {
       httpStatus: r.http_status,
       durationMs: toNumber(r.duration_ms),
       clientGone: r.client_gone === 1,
+      requests: 1,
     }));
+    if (filters.provider !== undefined || filters.status === 'ok') return rows;
+
+    // The counts are a few rows per minute of refusals, read through their primary key: no time check.
+    const counts = await this.report(accountId, () => {
+      let query = this.db
+        .selectFrom('refusals')
+        .leftJoin('api_keys', 'api_keys.id', 'refusals.key_id')
+        .select([
+          'refusals.minute_start as minute_start',
+          'refusals.key_id as key_id',
+          'api_keys.name as key_name',
+          'api_keys.hint as key_hint',
+          'refusals.error_code as error_code',
+          'refusals.http_status as http_status',
+          'refusals.requests as requests',
+        ])
+        .where('refusals.account_id', '=', accountId);
+      if (filters.keyId !== undefined) query = query.where('refusals.key_id', '=', filters.keyId);
+      if (filters.from !== undefined) query = query.where('refusals.minute_start', '>=', filters.from);
+      if (filters.to !== undefined) query = query.where('refusals.minute_start', '<', filters.to);
+      if (cursor && afterCount) {
+        const { keyId, errorCode } = afterCount;
+        query = query
+          .where('refusals.minute_start', '<=', cursor.createdAt)
+          .where((eb) =>
+            eb.or([
+              eb('refusals.minute_start', '<', cursor.createdAt),
+              eb('refusals.key_id', '<', keyId),
+              eb.and([eb('refusals.key_id', '=', keyId), eb('refusals.error_code', '<', errorCode)]),
+            ]),
+          );
+      } else if (cursor) {
+        // After a usage row: the counts of its time come after it.
+        query = query.where('refusals.minute_start', '<=', cursor.createdAt);
+      }
+      return query
+        .orderBy('refusals.minute_start', 'desc')
+        .orderBy('refusals.key_id', 'desc')
+        .orderBy('refusals.error_code', 'desc')
+        .limit(options.limit);
+    });
+    if (counts.length === 0) return rows;
+    const refused: UsageRow[] = counts.map((c) => {
+      const minuteStart = toNumber(c.minute_start);
+      return {
+        requestId: `${REFUSAL_ID_PREFIX}${minuteStart}-${c.key_id}-${c.error_code}`,
+        createdAt: minuteStart,
+        keyId: c.key_id,
+        keyName: c.key_name,
+        keyHint: c.key_hint,
+        provider: null,
+        model: null,
+        promptTokens: 0,
+        completionTokens: 0,
+        usageEstimated: false,
+        costNano: 0,
+        status: 'error',
+        errorCode: c.error_code,
+        httpStatus: c.http_status,
+        durationMs: 0,
+        clientGone: false,
+        requests: toNumber(c.requests),
+      };
+    });
+    return newestFirst(rows, refused, options.limit);
   }
 
   /**
    * Requests, tokens and charges of an account per UTC day and provider in [from, to). The day is
    * computed in the database as an integer division of the epoch-ms column (the divisor is a literal,
-   * so SQLite and PostgreSQL both divide integers and group by the same expression).
+   * so SQLite and PostgreSQL both divide integers and group by the same expression). Refused requests are
+   * not in it (`refusalsDaily`).
    */
   async usageDaily(
     accountId: string,
@@ -522,23 +728,25 @@ export class DashboardStore {
     keyId?: string,
   ): Promise<DailyUsageRow[]> {
     const day = (eb: ExpressionBuilder<Database, 'usage'>) => eb('created_at', '/', eb.lit(DAY_MS));
-    let query = this.db
-      .selectFrom('usage')
-      .select((eb) => [
-        day(eb).as('day'),
-        'provider',
-        eb.fn.countAll<string | number>().as('requests'),
-        eb.fn.sum<string | number | null>('prompt_tokens').as('prompt_tokens'),
-        eb.fn.sum<string | number | null>('completion_tokens').as('completion_tokens'),
-        eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
-        eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
-        eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
-      ])
-      .where('account_id', '=', accountId)
-      .where('created_at', '>=', range.from)
-      .where('created_at', '<', range.to);
-    if (keyId !== undefined) query = query.where('key_id', '=', keyId);
-    const rows = await this.report(query.groupBy((eb) => [day(eb), 'provider']));
+    const rows = await this.report(accountId, (deadline) => {
+      let query = this.db
+        .selectFrom('usage')
+        .select((eb) => [
+          day(eb).as('day'),
+          'provider',
+          eb.fn.countAll<string | number>().as('requests'),
+          eb.fn.sum<string | number | null>('prompt_tokens').as('prompt_tokens'),
+          eb.fn.sum<string | number | null>('completion_tokens').as('completion_tokens'),
+          eb.fn.sum<string | number | null>('input_cost_nano').as('input'),
+          eb.fn.sum<string | number | null>('output_cost_nano').as('output'),
+          eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
+        ])
+        .where('account_id', '=', accountId)
+        .where('created_at', '>=', range.from)
+        .where('created_at', '<', range.to);
+      if (keyId !== undefined) query = query.where('key_id', '=', keyId);
+      return bounded(query, 'usage', deadline).groupBy((eb) => [day(eb), 'provider']);
+    });
     return rows
       .map((r) => ({
         day: Math.floor(Number(r.day)),
@@ -551,15 +759,43 @@ export class DashboardStore {
       .sort((a, b) => a.day - b.day || String(a.provider).localeCompare(String(b.provider)));
   }
 
-  /** Requests and failed requests per provider since a time, over every account. */
+  /** Requests of an account refused before any hold (402), per UTC day in [from, to). */
+  async refusalsDaily(
+    accountId: string,
+    range: { from: number; to: number },
+    keyId?: string,
+  ): Promise<DailyRefusals[]> {
+    const day = (eb: ExpressionBuilder<Database, 'refusals'>) => eb('minute_start', '/', eb.lit(DAY_MS));
+    const rows = await this.report(accountId, () => {
+      let query = this.db
+        .selectFrom('refusals')
+        .select((eb) => [day(eb).as('day'), eb.fn.sum<string | number | null>('requests').as('requests')])
+        .where('account_id', '=', accountId)
+        .where('minute_start', '>=', range.from)
+        .where('minute_start', '<', range.to);
+      if (keyId !== undefined) query = query.where('key_id', '=', keyId);
+      return query.groupBy((eb) => day(eb));
+    });
+    return rows
+      .map((r) => ({ day: Math.floor(Number(r.day)), requests: sumOf(r.requests) }))
+      .sort((a, b) => a.day - b.day);
+  }
+
+  /**
+   * Requests and failed requests per provider since a time, over every account. Refused requests reached
+   * no provider and are not among them.
+   */
   async providerTraffic(since: number): Promise<ProviderTraffic[]> {
-    const rows = await this.report(
-      this.db
-        .selectFrom('usage')
-        .select((eb) => ['provider', 'status', eb.fn.countAll<string | number>().as('n')])
-        .where('created_at', '>=', since)
-        .where('provider', 'is not', null)
-        .groupBy(['provider', 'status']),
+    const rows = await this.report(ADMIN_REPORTS, (deadline) =>
+      bounded(
+        this.db
+          .selectFrom('usage')
+          .select((eb) => ['provider', 'status', eb.fn.countAll<string | number>().as('n')])
+          .where('created_at', '>=', since)
+          .where('provider', 'is not', null),
+        'usage',
+        deadline,
+      ).groupBy(['provider', 'status']),
     );
     const out = new Map<string, ProviderTraffic>();
     for (const r of rows) {
@@ -689,5 +925,58 @@ function escapeLike(term: string): string {
 /** The dashboard repository over the same database as `store`. */
 export function dashboardStoreFor(store: Store, now: () => number = Date.now): DashboardStore {
   if (!(store instanceof KyselyStore)) throw new Error('the dashboard needs the Kysely store');
-  return new DashboardStore(store.kysely, now, store.reader);
+  return new DashboardStore(store.kysely, now, store.reader, {
+    timeoutMs: store.reportLimits.timeoutMs,
+    ...(store.dialect === 'postgres' ? { postgresSlots: store.reportSlots } : {}),
+  });
+}
+
+/** The `requestId` of a refusal count's row: `refused-<minute start>-<key id>-<error code>`. */
+const REFUSAL_ID_PREFIX = 'refused-';
+
+/** The key and code a refusal count's `requestId` names; undefined for a request's id. */
+function refusalOf(requestId: string): { keyId: string; errorCode: string } | undefined {
+  const m = /^refused-\d+-([A-Za-z0-9_]+)-([A-Za-z0-9_]+)$/.exec(requestId);
+  return m ? { keyId: m[1] as string, errorCode: m[2] as string } : undefined;
+}
+
+/**
+ * Two pages in the usage list's order merged into one of at most `limit` rows: newest first, and at one
+ * time the usage rows before the refusal counts. Within each kind the order is the one its query had.
+ */
+function newestFirst(usage: UsageRow[], counts: UsageRow[], limit: number): UsageRow[] {
+  const out: UsageRow[] = [];
+  let u = 0;
+  let c = 0;
+  while (out.length < limit && (u < usage.length || c < counts.length)) {
+    const a = usage[u];
+    const b = counts[c];
+    if (a && (!b || a.createdAt >= b.createdAt)) {
+      out.push(a);
+      u++;
+    } else if (b) {
+      out.push(b);
+      c++;
+    }
+  }
+  return out;
+}
+
+/**
+ * The reader thread's time check, added to a report's query over `table` when it has a deadline: for one
+ * row in 1,024 read (by rowid) SQLite calls `REPORT_ALIVE_FUNCTION`, which throws once the deadline is
+ * past and so ends the statement (better-sqlite3 offers no other way to interrupt one). Often enough to
+ * stop within moments of the deadline, rarely enough to cost little; the index entries carry the rowid,
+ * so the check reads no row an index would not. Without a deadline (PostgreSQL, which has its
+ * statement timeout; the serving connection, which has no such function) the query is unchanged.
+ */
+function bounded<QB extends { where(expression: RawBuilder<SqlBool>): QB }>(
+  query: QB,
+  table: 'usage' | 'accounts',
+  deadline: number | undefined,
+): QB {
+  if (deadline === undefined) return query;
+  return query.where(
+    sql<SqlBool>`((${sql.ref(`${table}.rowid`)} & 1023) <> 0 or ${sql.raw(REPORT_ALIVE_FUNCTION)}(${deadline}))`,
+  );
 }

@@ -2,6 +2,7 @@ import { type Config, DEFAULT_SQLITE_CACHE_MB } from '../config/index.js';
 import { KyselyStore } from './kysely-store.js';
 import type { PostgresOptions } from './open-postgres.js';
 import { openSqlite } from './open-sqlite.js';
+import type { ReportLimits } from './report-limits.js';
 import { SqliteCheckpointer } from './sqlite-checkpointer.js';
 import { SqliteReader } from './sqlite-reader.js';
 import type { Store } from './types.js';
@@ -24,6 +25,8 @@ export interface OpenStoreOptions {
    * to connect, prepared statements on).
    */
   postgres?: Partial<PostgresOptions>;
+  /** The dashboard's reports: time bound and turns (defaults in `report-limits.ts`). */
+  reports?: Partial<ReportLimits>;
 }
 
 /** The store options a configuration names. */
@@ -34,6 +37,7 @@ export function storeOptionsFrom(
   return {
     sqliteSynchronous: config.sqliteSynchronous,
     sqliteCacheMb: config.sqliteCacheMb,
+    reports: { timeoutMs: config.dashboardReportTimeoutMs },
     ...(extra.now ? { now: extra.now } : {}),
     postgres: {
       poolMax: config.databasePoolMax,
@@ -60,8 +64,9 @@ export async function openStore(
         ? new SqliteCheckpointer(sqlite, file, options.sqliteBackgroundCheckpoint.onFailure)
         : undefined;
     // Started by the first report only: a CLI command or a server without dashboard traffic runs none.
-    const reader = onDisk ? new SqliteReader(file, { cacheMb }) : undefined;
-    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite, checkpointer, reader);
+    const reports = options.reports ?? {};
+    const reader = onDisk ? new SqliteReader(file, { cacheMb, reports }) : undefined;
+    return new KyselyStore(db, 'sqlite', options.now, undefined, sqlite, checkpointer, reader, reports);
   }
   if (/^postgres(ql)?:\/\//.test(url)) {
     const pgOptions: PostgresOptions = {
@@ -74,8 +79,15 @@ export async function openStore(
     // Loaded only here: a SQLite deployment never pays for the driver (~16 MB resident).
     const { openPostgres, openPostgresForMigrations } = await import('./open-postgres.js');
     const { db } = openPostgres(url, pgOptions);
-    return new KyselyStore(db, 'postgres', options.now, () =>
-      openPostgresForMigrations(url, pgOptions.connectTimeoutMs),
+    return new KyselyStore(
+      db,
+      'postgres',
+      options.now,
+      () => openPostgresForMigrations(url, pgOptions.connectTimeoutMs),
+      undefined,
+      undefined,
+      undefined,
+      options.reports,
     );
   }
   throw new Error('DATABASE_URL: must start with sqlite: or postgres://');

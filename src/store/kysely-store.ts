@@ -3,6 +3,8 @@ import type SQLite from 'better-sqlite3';
 import { type Kysely, Migrator, sql, type Transaction } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import { PostgresGroupWrites } from './postgres-hot-path.js';
+import { REFUSAL_BATCH, type RefusalCount, RefusalCounter } from './refusal-counts.js';
+import { FairSlots, type ReportLimits, reportLimits } from './report-limits.js';
 import {
   type ApiKeysTable,
   type Database,
@@ -35,10 +37,13 @@ import type {
   BeginIdempotentResult,
   HoldsToRelease,
   KeyAuthRecord,
+  LedgerCheckOptions,
   LedgerProblem,
   LedgerReport,
+  LedgerShortfall,
   PlaceHoldInput,
   PlaceHoldResult,
+  RefusalRecord,
   ReleaseInput,
   SettleInput,
   SettleResult,
@@ -141,10 +146,33 @@ export class KyselyStore implements Store {
     private readonly checkpointer?: SqliteCheckpointer,
     /** SQLite on a file: the thread the dashboard's reports run on (`sqlite-reader.ts`). */
     readonly reader?: SqliteReader,
-  ) {}
+    /** The dashboard's reports: their time bound, and how many run at once (`report-limits.ts`). */
+    reports: Partial<ReportLimits> = {},
+  ) {
+    this.reportLimits = reportLimits(reports);
+  }
 
+  readonly reportLimits: ReportLimits;
   private hotPath?: SqliteHotPath;
   private groupWritesOf?: PostgresGroupWrites;
+  private reportSlotsOf?: FairSlots;
+  private refusalsOf?: RefusalCounter;
+
+  /**
+   * Where the dashboard's reports take turns when the database runs them (PostgreSQL: a report holds a
+   * pooled connection while it runs); shared by every dashboard repository of this store. SQLite's reader
+   * keeps its own (`sqlite-reader.ts`).
+   */
+  get reportSlots(): FairSlots {
+    this.reportSlotsOf ??= new FairSlots(this.reportLimits.slots, this.reportLimits.perAccount);
+    return this.reportSlotsOf;
+  }
+
+  /** The counts of refused requests, added up before they are written (`refusal-counts.ts`). */
+  private get refusals(): RefusalCounter {
+    this.refusalsOf ??= new RefusalCounter((counts) => this.writeRefusals(counts));
+    return this.refusalsOf;
+  }
 
   /** PostgreSQL: the per-call writes, grouped by account (`postgres-hot-path.ts`). */
   private get groupWrites(): PostgresGroupWrites | undefined {
@@ -202,6 +230,7 @@ export class KyselyStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.refusalsOf?.drain();
     this.hotPath?.drain();
     await this.reader?.close();
     await this.checkpointer?.stop();
@@ -495,9 +524,60 @@ export class KyselyStore implements Store {
       .execute();
   }
 
+  recordRefusal(refusal: RefusalRecord): Promise<void> {
+    return this.refusals.add(refusal);
+  }
+
+  /** One batch of refusal counts, each added to its row (created at its first refusal). */
+  private writeRefusals(counts: RefusalCount[]): Promise<void> {
+    const hot = this.hot;
+    if (hot) return hot.countRefusals(counts);
+    return this.upsertRefusals(counts);
+  }
+
+  private async upsertRefusals(counts: RefusalCount[]): Promise<void> {
+    for (let i = 0; i < counts.length; i += REFUSAL_BATCH) {
+      await this.db
+        .insertInto('refusals')
+        .values(
+          counts.slice(i, i + REFUSAL_BATCH).map((c) => ({
+            account_id: c.accountId,
+            minute_start: c.minuteStart,
+            key_id: c.keyId,
+            error_code: c.errorCode,
+            http_status: c.httpStatus,
+            requests: c.requests,
+          })),
+        )
+        .onConflict((oc) =>
+          oc
+            .columns(['account_id', 'minute_start', 'key_id', 'error_code'])
+            .doUpdateSet((eb) => ({ requests: eb('refusals.requests', '+', eb.ref('excluded.requests')) })),
+        )
+        .execute();
+    }
+  }
+
   async releaseHolds(filter: HoldsToRelease): Promise<number> {
     let query = this.db.selectFrom('holds').select(['id', 'account_id']);
-    if (filter.kind === 'expired') query = query.where('expires_at', '<', filter.now);
+    if (filter.kind === 'expired') {
+      query = query.where('expires_at', '<', filter.now);
+      if (filter.keep !== undefined && filter.keep.length > 0)
+        query = query.where('id', 'not in', filter.keep);
+      const { self, ownersAliveSince } = filter;
+      if (self !== undefined && ownersAliveSince !== undefined) {
+        query = query.where((eb) =>
+          eb.or([
+            eb('owner', '=', self),
+            eb(
+              'owner',
+              'not in',
+              eb.selectFrom('instances').select('instances.owner').where('seen_at', '>=', ownersAliveSince),
+            ),
+          ]),
+        );
+      }
+    }
     if (filter.kind === 'not_owned_by') query = query.where('owner', '!=', filter.owner);
     if (filter.kind === 'owned_by') query = query.where('owner', '=', filter.owner);
     if (filter.kind === 'of_stale_instances') {
@@ -572,7 +652,11 @@ export class KyselyStore implements Store {
     return { count: sumOf(row?.count), amountNano: sumOf(row?.total) };
   }
 
-  async ledgerCheck(): Promise<LedgerReport> {
+  async ledgerCheck(options: LedgerCheckOptions = {}): Promise<LedgerReport> {
+    const allowanceNano = options.shortfallAllowanceNano ?? 0;
+    if (!Number.isSafeInteger(allowanceNano) || allowanceNano < 0) {
+      throw new Error('the shortfall allowance must be a whole number of nanodollars, 0 or more');
+    }
     // One read transaction, so the figures of every account come from the same snapshot (on PostgreSQL
     // that takes REPEATABLE READ; its default READ COMMITTED gives each statement a new snapshot).
     const transaction =
@@ -591,11 +675,18 @@ export class KyselyStore implements Store {
         .select(['account_id', 'kind', (eb) => eb.fn.sum<string | number | null>('amount_nano').as('total')])
         .groupBy(['account_id', 'kind'])
         .execute();
-      // Charges since migration 0007: the usage rows' charged_nano (null on rows written before it).
+      // Charges since migration 0007: the usage rows' charged_nano (null on rows written before it, which
+      // sum ignores). In the same read of the table, the service not charged for: the rows' shortfalls.
       const usageCharges = await trx
         .selectFrom('usage')
-        .select(['account_id', (eb) => eb.fn.sum<string | number | null>('charged_nano').as('total')])
-        .where('charged_nano', 'is not', null)
+        .select((eb) => [
+          'account_id',
+          eb.fn.sum<string | number | null>('charged_nano').as('total'),
+          eb.fn.sum<string | number | null>('shortfall_nano').as('shortfall'),
+          eb.fn
+            .sum<string | number | null>(eb.case().when('shortfall_nano', '>', 0).then(1).else(0).end())
+            .as('short_requests'),
+        ])
         .groupBy('account_id')
         .execute();
       const holds = await trx
@@ -626,13 +717,21 @@ export class KyselyStore implements Store {
       const charges = new Map<string, number>();
       for (const row of ledger)
         (row.kind === 'credit' ? credits : charges).set(row.account_id, sumOf(row.total));
-      for (const row of usageCharges)
+      const shortOf = new Map<string, { requests: number; shortfallNano: number }>();
+      for (const row of usageCharges) {
         charges.set(row.account_id, (charges.get(row.account_id) ?? 0) + sumOf(row.total));
+        const shortfallNano = sumOf(row.shortfall);
+        if (shortfallNano > 0)
+          shortOf.set(row.account_id, { requests: sumOf(row.short_requests), shortfallNano });
+      }
       const openHolds = new Map(holds.map((h) => [h.account_id, sumOf(h.total)]));
       const duplicated = new Set([...duplicates, ...chargedTwice].map((d) => d.account_id));
 
       const problems: LedgerProblem[] = [];
+      const shortfalls: LedgerShortfall[] = [];
       for (const account of accounts) {
+        const short = shortOf.get(account.id);
+        if (short) shortfalls.push({ accountId: account.id, email: account.email, ...short });
         const figures = {
           accountId: account.id,
           email: account.email,
@@ -656,7 +755,9 @@ export class KyselyStore implements Store {
                 ? 'duplicate_charge'
                 : !spendRight
                   ? 'spend_counters'
-                  : undefined;
+                  : short && short.shortfallNano > allowanceNano
+                    ? 'shortfall'
+                    : undefined;
         if (reason) {
           problems.push({
             ...figures,
@@ -671,10 +772,20 @@ export class KyselyStore implements Store {
                   },
                 }
               : {}),
+            ...(reason === 'shortfall' && short ? { shortfall: short } : {}),
           });
         }
       }
-      return { ok: problems.length === 0, accounts: accounts.length, problems };
+      // An account with another problem and a shortfall beyond the allowance too: the check fails for both.
+      const overAllowance = shortfalls.some((s) => s.shortfallNano > allowanceNano);
+      shortfalls.sort((a, b) => b.shortfallNano - a.shortfallNano || a.email.localeCompare(b.email));
+      return {
+        ok: problems.length === 0 && !overAllowance,
+        accounts: accounts.length,
+        problems,
+        shortfalls,
+        shortfallAllowanceNano: allowanceNano,
+      };
     });
   }
 

@@ -270,6 +270,36 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0010_refusals': {
+    // A request refused before any hold (402 insufficient_balance) wrote a usage row of its own, so a key
+    // of an empty account calling in a loop grew the database by a row per call, without bound. Such
+    // requests are now counted per account, minute, key and error code: a flood adds to one row per
+    // minute. The key's columns come in the order the dashboard reads them (an account's minutes, newest
+    // first); on SQLite the table is that key alone (WITHOUT ROWID), one B-tree.
+    // The refusal rows already written are folded into the counts and deleted (they moved no money, so the
+    // ledger check is unchanged): one read of the usage table, as migration 0009's index build.
+    async up(db: Kysely<unknown>) {
+      const sqlite = db.getExecutor().adapter instanceof SqliteAdapter;
+      await db.schema
+        .createTable('refusals')
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('minute_start', 'bigint', (c) => c.notNull())
+        .addColumn('key_id', 'text', (c) => c.notNull())
+        .addColumn('error_code', 'text', (c) => c.notNull())
+        .addColumn('http_status', 'integer', (c) => c.notNull())
+        .addColumn('requests', 'bigint', (c) => c.notNull())
+        .addPrimaryKeyConstraint('refusals_pk', ['account_id', 'minute_start', 'key_id', 'error_code'])
+        .$call((table) => (sqlite ? table.modifyEnd(sql`without rowid`) : table))
+        .execute();
+      const refusalRows = sql`status = 'error' and error_code = 'insufficient_balance'
+        and coalesce(charged_nano, 0) = 0 and shortfall_nano = 0 and input_cost_nano = 0 and output_cost_nano = 0`;
+      await sql`insert into refusals (account_id, minute_start, key_id, error_code, http_status, requests)
+                select account_id, (created_at / 60000) * 60000, key_id, error_code, max(http_status), count(*)
+                  from usage where ${refusalRows}
+                 group by account_id, (created_at / 60000) * 60000, key_id, error_code`.execute(db);
+      await sql`delete from usage where ${refusalRows}`.execute(db);
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */

@@ -107,6 +107,21 @@ export interface UsageTable {
   charged_nano: BigIntColumn | null;
 }
 
+/**
+ * Requests refused before any hold (402), counted per account, minute, key and error code (migration
+ * 0010): a flood of refusals adds to one row per minute instead of writing a usage row each.
+ */
+export interface RefusalsTable {
+  account_id: string;
+  /** Start of the minute (epoch ms, a multiple of 60,000) the refused requests started in. */
+  minute_start: BigIntColumn;
+  key_id: string;
+  error_code: string;
+  http_status: number;
+  /** How many requests were refused. */
+  requests: BigIntColumn;
+}
+
 export interface IdempotencyTable {
   account_id: string;
   idem_key: string;
@@ -155,6 +170,7 @@ export interface Database {
   instances: InstancesTable;
   ledger: LedgerTable;
   usage: UsageTable;
+  refusals: RefusalsTable;
   idempotency: IdempotencyTable;
   sessions: SessionsTable;
   invites: InvitesTable;

@@ -1,4 +1,5 @@
 import type SQLite from 'better-sqlite3';
+import type { RefusalCount } from './refusal-counts.js';
 import { refusedHold, toNumber } from './schema.js';
 import { addSpend, type SpendCounters, spendCountersOf } from './spend.js';
 import type {
@@ -96,6 +97,7 @@ export class SqliteHotPath {
   private readonly inTransaction: FiguresInTransaction;
   /** The accounts with more than one operation in the group whose transaction is running; empty otherwise. */
   private repeated = new Set<string>();
+  private countRefusal: SQLite.Statement | undefined;
 
   constructor(private readonly db: SQLite.Database) {
     this.stmt = prepareAll(db);
@@ -150,6 +152,22 @@ export class SqliteHotPath {
   recordUsage(usage: UsageRecord): Promise<void> {
     return this.enqueue(undefined, () => {
       this.stmt.insertUsage.run(...usageValues(usage, 0, 0));
+    });
+  }
+
+  /** Adds each count to its row of `refusals` (created by its first refusal), in the next group commit. */
+  countRefusals(counts: readonly RefusalCount[]): Promise<void> {
+    return this.enqueue(undefined, () => {
+      // Prepared at first use, not with the others: a store opened on a database migrated only up to an
+      // earlier migration (as the tests of older databases do) has no such table.
+      this.countRefusal ??= this.db.prepare(
+        `insert into refusals (account_id, minute_start, key_id, error_code, http_status, requests)
+         values (?, ?, ?, ?, ?, ?)
+         on conflict (account_id, minute_start, key_id, error_code) do update set requests = requests + excluded.requests`,
+      );
+      for (const c of counts) {
+        this.countRefusal.run(c.accountId, c.minuteStart, c.keyId, c.errorCode, c.httpStatus, c.requests);
+      }
     });
   }
 

@@ -38,7 +38,10 @@ export interface KeyAuthRecord {
 
 export type UsageStatus = 'ok' | 'error';
 
-/** One row per billed (or refused-at-billing) request. */
+/**
+ * One row per request that reached billing and held money (served, or failed upstream after its hold).
+ * Requests refused before any hold are counted in `refusals` instead (`RefusalRecord`).
+ */
 export interface UsageRecord {
   /** The completion id (`chatcmpl-…`); unique: a request is settled at most once. */
   requestId: string;
@@ -61,6 +64,21 @@ export interface UsageRecord {
   /** True when the client disconnected before the response was sent. */
   clientGone: boolean;
   createdAt: number;
+}
+
+/**
+ * A request refused before any money was held (402 `insufficient_balance`). Refusals cost nothing and a
+ * flood of them must not grow the database by a row each: they are counted per account, key, minute and
+ * error code (table `refusals`, migration 0010), so a flood writes O(1) rows per minute per key and code.
+ */
+export interface RefusalRecord {
+  accountId: string;
+  keyId: string;
+  /** The error code the request was refused with. */
+  errorCode: string;
+  httpStatus: number;
+  /** When the request started, epoch ms (its minute is the count it adds to). */
+  at: number;
 }
 
 export interface PlaceHoldInput {
@@ -150,21 +168,55 @@ export interface LedgerProblem {
    * `spend_counters`: the money is right, but the spend today and this month kept on the account's row
    * (what `GET /api/v1/key` reports) differs from the charges of its requests started today and this month.
    */
-  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge' | 'spend_counters';
+  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge' | 'spend_counters' | 'shortfall';
   /** With `spend_counters`: the sums from the rows, and what the counters say. */
   spend?: { todayNano: number; monthNano: number; countedTodayNano: number; countedMonthNano: number };
+  /** With `shortfall`: the account's unbilled service (see `LedgerShortfall`). */
+  shortfall?: { requests: number; shortfallNano: number };
+}
+
+/**
+ * Service an account received but was not charged for: requests whose actual cost exceeded their hold
+ * while the balance could not pay the rest, and those settled after their hold was released (the usage
+ * rows' `shortfall_nano`). The money is consistent — nothing was taken that is not recorded — but the
+ * operator was not paid for it.
+ */
+export interface LedgerShortfall {
+  accountId: string;
+  email: string;
+  /** Requests with a shortfall. */
+  requests: number;
+  /** The sum of their shortfalls. */
+  shortfallNano: number;
+}
+
+export interface LedgerCheckOptions {
+  /**
+   * The unbilled service an account may have before the check fails (`LEDGER_SHORTFALL_ALLOWANCE_USD`);
+   * 0 (the default): any shortfall fails it.
+   */
+  shortfallAllowanceNano?: number;
 }
 
 export interface LedgerReport {
   ok: boolean;
   accounts: number;
   problems: LedgerProblem[];
+  /** Every account with a shortfall, within the allowance or not, largest first. */
+  shortfalls: LedgerShortfall[];
+  /** The allowance per account the check was run with. */
+  shortfallAllowanceNano: number;
 }
 
 /** Which open holds `releaseHolds` releases. */
 export type HoldsToRelease =
   | { kind: 'all' }
-  | { kind: 'expired'; now: number }
+  /**
+   * Holds past their expiry, except those in `keep` (the calls this process is still serving) and, when
+   * `self` and `ownersAliveSince` are given, those of other instances seen alive since then (each of them
+   * sweeps its own).
+   */
+  | { kind: 'expired'; now: number; keep?: readonly string[]; self?: string; ownersAliveSince?: number }
   | { kind: 'not_owned_by'; owner: string }
   | { kind: 'owned_by'; owner: string }
   /**
@@ -223,8 +275,13 @@ export interface Store {
   settle(input: SettleInput): Promise<SettleResult>;
   /** One transaction: closes the hold, returns all of it, writes the (failed) usage row. */
   release(input: ReleaseInput): Promise<{ balanceNano: number }>;
-  /** Writes a usage row for a request that never held money (e.g. refused with 402). */
+  /** Writes a usage row without moving money (imports, tests; the gateway writes its rows by settle and release). */
   recordUsage(usage: UsageRecord): Promise<void>;
+  /**
+   * Counts a request refused before any hold (402): adds one to its account's, key's, minute's and code's
+   * count, so a flood of refusals costs O(1) rows per minute per key and code (see `RefusalRecord`).
+   */
+  recordRefusal(refusal: RefusalRecord): Promise<void>;
   /** Releases the open holds `filter` picks (see `HoldsToRelease`). Returns how many. */
   releaseHolds(filter: HoldsToRelease): Promise<number>;
   /**
@@ -243,8 +300,11 @@ export interface Store {
   openHoldsNano(accountId: string): Promise<number>;
   /** How many holds are open across all accounts, and their sum (one indexed query; for metrics). */
   openHoldsTotal(): Promise<{ count: number; amountNano: number }>;
-  /** Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0. */
-  ledgerCheck(): Promise<LedgerReport>;
+  /**
+   * Recomputes every account from the ledger: credits = balance + open holds + charges, balance ≥ 0; and
+   * reports each account's unbilled service (shortfalls), failing for one beyond the allowance.
+   */
+  ledgerCheck(options?: LedgerCheckOptions): Promise<LedgerReport>;
   /**
    * Sum of the charges of an account's requests started at or after each of the given times (one figure
    * per time), from its usage rows: exact for any time, and as slow as the rows are many (audits, tests).

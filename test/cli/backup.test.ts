@@ -61,7 +61,13 @@ describe('bin/tollgate backup', () => {
     const copy = await openStore(`sqlite:${dest}`);
     try {
       const report = await copy.ledgerCheck();
-      expect(report).toEqual({ ok: true, accounts: 1, problems: [] });
+      expect(report).toEqual({
+        ok: true,
+        accounts: 1,
+        problems: [],
+        shortfalls: [],
+        shortfallAllowanceNano: 0,
+      });
       const copied = await copy.listUsage(h.accountId, { limit: 10_000 });
       const live = await h.server.store.listUsage(h.accountId, { limit: 10_000 });
       // Everything committed before the backup started is in it; the copy is a prefix of the live history.

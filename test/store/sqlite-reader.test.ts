@@ -7,7 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DashboardStore } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
 import type { KyselyStore } from '../../src/store/kysely-store.js';
-import { SqliteReader, SqliteReaderError } from '../../src/store/sqlite-reader.js';
+import { ReportTimeoutError } from '../../src/store/report-limits.js';
+import { REPORT_ALIVE_FUNCTION, SqliteReader, SqliteReaderError } from '../../src/store/sqlite-reader.js';
 
 let dir: string;
 let file: string;
@@ -191,5 +192,98 @@ describe('the reader thread of the dashboard reports', () => {
       message: expect.stringMatching(/closed/),
     });
     await expect(r.all(count(3))).rejects.toThrow(/closed/);
+  });
+});
+
+describe('the reader threads take turns by account, and bound every query', () => {
+  /** A query that takes a while and never calls the time check. */
+  const slow = (n = 3_000_000) => count(n);
+  /** The same, calling the time check on every row: it stops at the deadline. */
+  const checked = (deadline: number) =>
+    CompiledQuery.raw(
+      `with recursive c(x) as (select 1 union all select x + 1 from c where x < 100000000 and ${REPORT_ALIVE_FUNCTION}(?))
+       select count(*) as n from c`,
+      [deadline],
+    );
+
+  it('one thread: the accounts waiting are served in turn, not in the order their queries came', async () => {
+    const r = new SqliteReader(file, { cacheMb: 2, reports: { slots: 1 } });
+    readers.push(r);
+    const answered: string[] = [];
+    const send = (owner: string, name: string, query = count(3)) =>
+      r.all(query, { owner }).then(() => answered.push(name));
+    await Promise.all([
+      send('a', 'a1', slow()),
+      send('a', 'a2'),
+      send('a', 'a3'),
+      send('b', 'b1'),
+      send('a', 'a4'),
+      send('c', 'c1'),
+    ]);
+    // First come, first served would be a1 a2 a3 b1 a4 c1. In turns, b and c each wait for at most one more
+    // query of a (a2: a was in line before them).
+    expect(answered).toEqual(['a1', 'a2', 'b1', 'c1', 'a3', 'a4']);
+  });
+
+  it('two threads, one query per account at once: slow queries of one account leave a thread to another', async () => {
+    const r = new SqliteReader(file, { cacheMb: 2 });
+    readers.push(r);
+    await r.all(count(3), { owner: 'warm' });
+    const flood = Array.from({ length: 8 }, () => r.all(slow(), { owner: 'big' }));
+    const started = performance.now();
+    await r.all(count(3), { owner: 'small' });
+    const small = performance.now() - started;
+    const one = performance.now();
+    await flood[0];
+    const first = performance.now() - one;
+    expect(small).toBeLessThan(first + 500);
+    await Promise.all(flood);
+    expect(r.started).toBe(2);
+  });
+
+  it('a query that cannot start before its deadline fails as waiting, without running', async () => {
+    const r = new SqliteReader(file, { cacheMb: 2, reports: { slots: 1 } });
+    readers.push(r);
+    const first = r.all(slow(), { owner: 'a' });
+    const late = r.all(count(3), { owner: 'b', deadline: Date.now() + 20, timeoutMs: 20 });
+    await expect(late).rejects.toBeInstanceOf(ReportTimeoutError);
+    await expect(late).rejects.toMatchObject({ stage: 'waiting', code: 'service_unavailable', status: 503 });
+    await first;
+  });
+
+  it('a query calling the time check stops at its deadline, on the same thread', async () => {
+    const r = new SqliteReader(file, { cacheMb: 2 });
+    readers.push(r);
+    await r.all(count(3));
+    const deadline = Date.now() + 150;
+    const started = performance.now();
+    await expect(r.all(checked(deadline), { deadline, timeoutMs: 150 })).rejects.toMatchObject({
+      name: 'ReportTimeoutError',
+      stage: 'running',
+    });
+    expect(performance.now() - started).toBeLessThan(150 + 250);
+    expect(await r.all(count(3))).toEqual([{ n: 3, s: 6 }]);
+    expect(r.started).toBe(1);
+  });
+
+  it('a query past its deadline that never checks is answered anyway; its thread keeps its slot until it ends', async () => {
+    const r = new SqliteReader(file, { cacheMb: 2, reports: { slots: 1 } });
+    readers.push(r);
+    await r.all(count(3));
+    // Long enough to outlast the deadline and the grace after it.
+    let n = 10_000_000;
+    const statement = db.prepare(count(n).sql);
+    const t = performance.now();
+    statement.get(n);
+    n = Math.ceil((n * 2_500) / Math.max(1, performance.now() - t));
+    const deadline = Date.now() + 50;
+    const started = performance.now();
+    const overrun = r.all(count(n), { owner: 'a', deadline, timeoutMs: 50 });
+    await expect(overrun).rejects.toMatchObject({ name: 'ReportTimeoutError', stage: 'running' });
+    const answeredAfter = performance.now() - started;
+    expect(answeredAfter).toBeLessThan(50 + 1_000 + 500);
+    // The next query waits for the terminated thread to end, then runs on a new one.
+    expect(await r.all(count(3), { owner: 'b' })).toEqual([{ n: 3, s: 6 }]);
+    expect(r.started).toBe(2);
   });
 });
