@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { redactUrlPassword } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
 import type { ClusterEvent } from './change-bus.js';
-import { type SharedAttemptStore, SharedAttempts } from './shared-attempts.js';
+import { ATTEMPTS_TIMEOUT_MS, type SharedAttemptStore, SharedAttempts } from './shared-attempts.js';
 import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
 import { SharedRotationCounter } from './shared-rotation.js';
 
@@ -76,11 +76,20 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
     logger,
     name: `tollgate-${options.instanceId}`,
   });
+  // The login throttle's own connection: its commands may wait longer than the requests' (see
+  // ATTEMPTS_TIMEOUT_MS), and its timeouts must not make the requests' commands back off, nor theirs it.
+  const attemptsLink = new RedisLink({
+    url: config.redisUrl,
+    timeoutMs: Math.max(config.redisTimeoutMs, ATTEMPTS_TIMEOUT_MS),
+    logger,
+    name: `tollgate-${options.instanceId}-attempts`,
+  });
   const bus = new ChangeBus(link, config.redisUrl, `${prefix}events`, options.instanceId);
   const waitMs = options.connectWaitMs ?? 1_000;
   const [connected, subscribed] = await Promise.all([
     link.ready(waitMs),
     bus.listen(options.onEvent, options.onResync, waitMs),
+    attemptsLink.ready(waitMs),
   ]);
   if (connected && subscribed)
     logger.info({ redis: redactUrlPassword(config.redisUrl) }, 'sharing state over Redis');
@@ -88,14 +97,14 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
   return {
     rotation: new SharedRotationCounter(link, `${prefix}rotation`),
     rateLimit,
-    attempts: new SharedAttempts(link, `${prefix}attempts:`),
+    attempts: new SharedAttempts(attemptsLink, `${prefix}attempts:`),
     publish(event) {
       void bus.publish(event);
     },
     status: () => (link.usable() ? 'ok' : 'unavailable'),
     async close() {
       bus.close();
-      await link.close();
+      await Promise.all([link.close(), attemptsLink.close()]);
     },
   };
 }

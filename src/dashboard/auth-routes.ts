@@ -27,6 +27,14 @@ function tooManyAttempts(retryAfterMs: number): GatewayError {
   );
 }
 
+function invalidInvite(): GatewayError {
+  return new GatewayError(
+    'invalid_invite',
+    'This invite code is not valid (used, expired or for another email).',
+    { param: 'invite_code' },
+  );
+}
+
 function newPassword(fields: Record<string, unknown>, name: string): string {
   const password = requiredString(fields, name, 1024);
   const problem = passwordProblem(password);
@@ -68,19 +76,20 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const email = emailField(fields);
     const password = requiredString(fields, 'password', 1024);
     const ip = clientIp(request, config);
-    const allowed = await throttle.checkLogin(email, ip);
-    if (!allowed.ok) throw tooManyAttempts(allowed.retryAfterMs);
-
-    const login = await dashboardStore.findLogin(email);
-    const ok =
-      login && login.passwordHash !== null
-        ? await verifyPassword(login.passwordHash, password)
-        : await verifyNothing(password);
-    if (!login || !ok) {
-      await throttle.loginFailed(email, ip);
+    // The throttle counts the attempt before the password is verified: see `LoginThrottle`.
+    const verdict = await throttle.attemptLogin(email, ip, async () => {
+      const login = await dashboardStore.findLogin(email);
+      const ok =
+        login && login.passwordHash !== null
+          ? await verifyPassword(login.passwordHash, password)
+          : await verifyNothing(password);
+      return login && ok ? login : false;
+    });
+    if (verdict.outcome === 'throttled') throw tooManyAttempts(verdict.retryAfterMs);
+    if (verdict.outcome === 'wrong') {
       throw new GatewayError('invalid_credentials', 'Incorrect email or password.');
     }
-    await throttle.loginSucceeded(email);
+    const login = verdict.value;
     if (login.account.status !== 'active') {
       throw new GatewayError('account_disabled', 'This account is disabled. Contact the operator.');
     }
@@ -99,15 +108,22 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const email = emailField(fields);
     const password = newPassword(fields, 'password');
     const code = optionalString(fields, 'invite_code', 200);
-    if (config.signup === 'invite' && code === undefined) {
-      throw new GatewayError('invalid_invite', 'An invite code is required to sign up.', {
-        param: 'invite_code',
-      });
+    let codeHash: string | null = null;
+    if (config.signup === 'invite') {
+      if (code === undefined) {
+        throw new GatewayError('invalid_invite', 'An invite code is required to sign up.', {
+          param: 'invite_code',
+        });
+      }
+      codeHash = inviteCodeHash(code);
+      // The invite is checked before the email: with a bogus or spent code, `email_taken` would tell
+      // anyone which emails have accounts. Only a usable invite's holder learns it.
+      if (!(await dashboardStore.inviteUsable(codeHash, email))) throw invalidInvite();
     }
     const result = await dashboardStore.signUp({
       email,
       passwordHash: await hashPassword(password),
-      inviteCodeHash: config.signup === 'invite' && code !== undefined ? inviteCodeHash(code) : null,
+      inviteCodeHash: codeHash,
     });
     if (!result.ok) {
       if (result.reason === 'email_taken') {
@@ -115,13 +131,7 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
           param: 'email',
         });
       }
-      throw new GatewayError(
-        'invalid_invite',
-        'This invite code is not valid (used, expired or for another email).',
-        {
-          param: 'invite_code',
-        },
-      );
+      throw invalidInvite();
     }
     const started = await startSession(request, reply, result.account.id);
     request.log.info({ accountId: result.account.id }, 'dashboard sign-up');
@@ -144,12 +154,13 @@ export async function authRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
     const next = newPassword(fields, 'new_password');
     const ip = clientIp(request, config);
     const email = session.account.email;
-    const allowed = await throttle.checkLogin(email, ip);
-    if (!allowed.ok) throw tooManyAttempts(allowed.retryAfterMs);
-    const stored = await dashboardStore.passwordHashOf(session.accountId);
-    const ok = stored ? await verifyPassword(stored, current) : await verifyNothing(current);
-    if (!ok) {
-      await throttle.loginFailed(email, ip);
+    // Counted as a login attempt of the account's email, before the verification (`LoginThrottle`).
+    const verdict = await throttle.attemptLogin(email, ip, async () => {
+      const stored = await dashboardStore.passwordHashOf(session.accountId);
+      return stored ? verifyPassword(stored, current) : verifyNothing(current);
+    });
+    if (verdict.outcome === 'throttled') throw tooManyAttempts(verdict.retryAfterMs);
+    if (verdict.outcome === 'wrong') {
       throw new GatewayError('invalid_credentials', 'The current password is not correct.', {
         param: 'current_password',
       });
