@@ -10,6 +10,7 @@ export class CliError extends Error {
   }
 }
 
+/** A mistake on the command line: reported with the command's usage line, exit code 2. */
 export function usageError(message: string): CliError {
   return new CliError(message, 2, 'usage');
 }

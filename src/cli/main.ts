@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/index.js';
+import { COMMANDS, commandNameOf, GENERAL_USAGE, type OptionValues, parseCommandLine } from './args.js';
 import { CliError, usageError } from './cli-error.js';
 import { createOutput } from './output.js';
 
@@ -9,8 +9,9 @@ import { createOutput } from './output.js';
 const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
 
   serve                                         run the gateway
-  demo [--latency MS]                           gateway + local upstream simulator + demo account and key
-  migrate                                       apply database migrations
+  demo [--latency MS] [--database URL]          gateway + local upstream simulator + demo account and key,
+                                                on ./data/demo.db (DATABASE_URL is not used)
+  migrate                                       apply database migrations (creating the SQLite database)
   accounts create --email E [--password-stdin] [--admin]
                                                 an admin without --password-stdin gets a generated password
   accounts password --email E [--password-stdin]   new dashboard password (generated if not on stdin)
@@ -24,66 +25,27 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PROV_<NAME>_API_KEY, …);
 see docs/configuration.md.`;
 
-const OPTIONS = {
-  json: { type: 'boolean' },
-  help: { type: 'boolean', short: 'h' },
-  email: { type: 'string' },
-  'password-stdin': { type: 'boolean' },
-  admin: { type: 'boolean' },
-  amount: { type: 'string' },
-  note: { type: 'string' },
-  name: { type: 'string' },
-  id: { type: 'string' },
-  latency: { type: 'string' },
-  force: { type: 'boolean' },
-} as const;
+/** The commands that run a server: a failed start ends the process (see `run`). */
+const SERVERS = new Set(['serve', 'demo']);
 
-/** Which options each command accepts; anything else is a usage error. */
-const ALLOWED: Record<string, readonly string[]> = {
-  serve: [],
-  demo: ['latency'],
-  migrate: [],
-  'accounts create': ['email', 'password-stdin', 'admin'],
-  'accounts password': ['email', 'password-stdin'],
-  'credits add': ['email', 'amount', 'note'],
-  'keys create': ['email', 'name'],
-  'keys list': ['email'],
-  'keys revoke': ['email', 'id'],
-  'ledger check': [],
-  backup: ['force'],
-};
+/** How long a server command that failed to start may take to close what it opened before it exits. */
+const FAILED_START_EXIT_MS = 1_000;
 
-async function dispatch(argv: string[]): Promise<number | 'running'> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    options: OPTIONS,
-    allowPositionals: true,
-    strict: true,
-  });
+async function dispatch(
+  command: string,
+  values: OptionValues,
+  positionals: string[],
+): Promise<number | 'running'> {
   const out = createOutput(values.json === true);
-  if (values.help || positionals.length === 0) {
-    process.stdout.write(`${HELP}\n`);
-    return positionals.length === 0 && !values.help ? 2 : 0;
-  }
-  const command = ['accounts', 'credits', 'keys', 'ledger'].includes(positionals[0] ?? '')
-    ? positionals.slice(0, 2).join(' ')
-    : (positionals[0] ?? '');
-  const allowed = ALLOWED[command];
-  if (!allowed) throw usageError(`unknown command "${positionals.join(' ')}"; see tollgate --help`);
-  for (const [option, value] of Object.entries(values)) {
-    if (value !== undefined && option !== 'json' && option !== 'help' && !allowed.includes(option)) {
-      throw usageError(`--${option} is not an option of "${command}"`);
-    }
-  }
   switch (command) {
     case 'serve':
       await (await import('./commands/serve.js')).serve(loadConfig(), out);
       return 'running';
     case 'demo': {
       const latencyMs = values.latency === undefined ? 0 : Number(values.latency);
-      if (!Number.isInteger(latencyMs) || latencyMs < 0)
-        throw usageError('--latency must be whole milliseconds');
-      await (await import('./commands/demo.js')).demo({ latencyMs }, out);
+      if (!/^\d+$/.test(values.latency ?? '0') || !Number.isSafeInteger(latencyMs))
+        throw usageError(`--latency: "${values.latency}" must be whole milliseconds, such as 200`);
+      await (await import('./commands/demo.js')).demo({ latencyMs, database: values.database }, out);
       return 'running';
     }
     case 'migrate':
@@ -133,7 +95,26 @@ async function dispatch(argv: string[]): Promise<number | 'running'> {
   }
 }
 
-function report(err: unknown, json: boolean): number {
+/** Checks the command line against the command's options; returns the command to run. */
+function validate(values: OptionValues, positionals: string[], problem: string | undefined): string {
+  const command = commandNameOf(positionals);
+  const spec = COMMANDS[command];
+  if (!spec) {
+    throw usageError(
+      command === '' ? (problem ?? 'no command given') : `unknown command "${positionals.join(' ')}"`,
+    );
+  }
+  if (problem) throw usageError(problem);
+  for (const [option, value] of Object.entries(values)) {
+    if (value === undefined || option === 'json' || option === 'help') continue;
+    if (!(spec.options as readonly string[]).includes(option))
+      throw usageError(`--${option} is not an option of "${command}"`);
+  }
+  return command;
+}
+
+/** Writes the error to stderr (one JSON object with --json) and returns the exit code. */
+function report(err: unknown, json: boolean, command: string | undefined): number {
   let message: string;
   let code = 'error';
   let exitCode = 1;
@@ -144,24 +125,42 @@ function report(err: unknown, json: boolean): number {
   } else if (err instanceof ConfigError) {
     message = err.message;
     code = 'invalid_configuration';
-  } else if (err instanceof Error && (err as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    message = `${err.message}; see tollgate --help`;
-    code = 'usage';
-    exitCode = 2;
+  } else if (err instanceof Error && err.name === 'DatabaseInUseError') {
+    // Told by name: importing the class would load the SQLite module for --help and usage errors too.
+    message = err.message;
+    code = 'database_in_use';
   } else {
     message = err instanceof Error ? err.message : String(err);
   }
-  process.stderr.write(json ? `${JSON.stringify({ error: { message, code } })}\n` : `tollgate: ${message}\n`);
+  const usage = code === 'usage' ? (COMMANDS[command ?? '']?.usage ?? GENERAL_USAGE) : undefined;
+  process.stderr.write(
+    json
+      ? `${JSON.stringify({ error: { message, code, ...(usage ? { usage } : {}) } })}\n`
+      : `tollgate: ${message}\n${usage ? `usage: ${usage}\n` : ''}`,
+  );
   return exitCode;
 }
 
 /** Entry point of `bin/tollgate`. */
 export async function run(argv: string[]): Promise<void> {
-  const json = argv.includes('--json');
+  const { values, positionals, problem } = parseCommandLine(argv);
+  // Errors are JSON whenever --json was asked for, even when the line around it could not be parsed.
+  const json = values.json === true || argv.includes('--json');
+  if (values.help || (positionals.length === 0 && problem === undefined)) {
+    process.stdout.write(`${HELP}\n`);
+    process.exitCode = values.help ? 0 : 2;
+    return;
+  }
+  const named = commandNameOf(positionals);
   try {
-    const result = await dispatch(argv);
+    const command = validate(values, positionals, problem);
+    const result = await dispatch(command, values, positionals);
     if (result !== 'running') process.exitCode = result;
   } catch (err) {
-    process.exitCode = report(err, json);
+    const exitCode = report(err, json, COMMANDS[named] ? named : undefined);
+    process.exitCode = exitCode;
+    // A server that failed to start closes what it opened; should anything still hold the event loop
+    // (a store opened before the failure), the process ends anyway instead of lingering without serving.
+    if (SERVERS.has(named)) setTimeout(() => process.exit(exitCode), FAILED_START_EXIT_MS).unref();
   }
 }

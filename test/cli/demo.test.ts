@@ -8,17 +8,19 @@ import { startCli, waitForExit } from '../helpers/cli.js';
 
 const exec = promisify(execFile);
 let dir: string;
-let env: Record<string, string>;
+let database: string;
+const env = { PORT: '0' };
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'tollgate-demo-'));
-  env = { DATABASE_URL: `sqlite:${join(dir, 'demo.db')}`, PORT: '0' };
+  // The demo reads no DATABASE_URL: --database is how it is given a file other than ./data/demo.db.
+  database = `sqlite:${join(dir, 'demo.db')}`;
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
 async function runDemo() {
-  const started = await startCli(['demo', '--json'], env, /\{"url".*\}\n/);
+  const started = await startCli(['demo', '--database', database, '--json'], env, /\{"url".*\}\n/);
   const info = JSON.parse(started.firstMatch[0]) as {
     url: string;
     key: string;

@@ -9,25 +9,31 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs `bin/tollgate` to completion. Needs the project built (`npm run build`, part of `npm test`). */
-export function runCli(args: string[], env: Record<string, string>, stdin?: string): Promise<CliResult> {
+/** What a child process printed, and its exit code, once it has ended. */
+export function outputOf(child: ChildProcess): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => {
+    child.stdout?.on('data', (d: Buffer) => {
       stdout += d.toString();
     });
-    child.stderr.on('data', (d: Buffer) => {
+    child.stderr?.on('data', (d: Buffer) => {
       stderr += d.toString();
     });
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.end(stdin ?? '');
   });
+}
+
+/** Runs `bin/tollgate` to completion. Needs the project built (`npm run build`, part of `npm test`). */
+export function runCli(args: string[], env: Record<string, string>, stdin?: string): Promise<CliResult> {
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  const output = outputOf(child);
+  child.stdin.end(stdin ?? '');
+  return output;
 }
 
 /** Starts a long-running `bin/tollgate` command and resolves once it printed a line matching `ready`. */

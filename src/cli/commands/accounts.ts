@@ -4,6 +4,7 @@ import { dashboardStoreFor } from '../../store/dashboard-store.js';
 import { CliError, usageError } from '../cli-error.js';
 import { accountByEmail, normalizeEmail, withStore } from '../context.js';
 import type { Output } from '../output.js';
+import { promptNewPassword } from '../password-prompt.js';
 
 export interface AccountsCreateArgs {
   email: string | undefined;
@@ -11,6 +12,7 @@ export interface AccountsCreateArgs {
   admin: boolean;
 }
 
+/** A password piped in (`echo … | tollgate accounts create --password-stdin`): all of stdin, less one newline. */
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
@@ -21,12 +23,16 @@ async function readStdin(): Promise<string> {
 
 /**
  * The dashboard password to set: read from stdin (`--password-stdin`, never from argv, which other users
- * of the machine and shell histories can see), or generated (24 characters from the CSPRNG) when
- * `generate` and returned so it can be printed once.
+ * of the machine and shell histories can see) — on a terminal, asked for twice without echo; piped, read
+ * whole — or generated (24 characters from the CSPRNG) when `generate` and returned so it can be printed
+ * once.
  */
 async function passwordFrom(stdin: boolean, generate: boolean) {
   if (stdin) {
-    const password = await readStdin();
+    // The prompt goes to stderr: with --json, stdout carries the one JSON result.
+    const password = process.stdin.isTTY
+      ? await promptNewPassword(process.stdin, process.stderr, passwordProblem)
+      : await readStdin();
     const problem = passwordProblem(password);
     if (problem) throw usageError(`password ${problem}`);
     return { hash: await hashPassword(password), generated: undefined };
@@ -39,30 +45,34 @@ async function passwordFrom(stdin: boolean, generate: boolean) {
 /**
  * `tollgate accounts create --email E [--password-stdin] [--admin]`. An admin always gets a dashboard
  * password: the one on stdin, or a generated one printed once. A user without `--password-stdin` can
- * use keys made with `keys create` but cannot log in to the dashboard until `accounts password`.
+ * use keys made with `keys create` but cannot log in to the dashboard until `accounts password`. The
+ * first step of a new installation, so it may create the SQLite database (and says so when it does).
  */
 export async function accountsCreate(args: AccountsCreateArgs, out: Output): Promise<void> {
   const email = normalizeEmail(args.email);
   const password = await passwordFrom(args.passwordStdin, args.admin);
-  await withStore(async (store) => {
-    const role = args.admin ? 'admin' : 'user';
-    const result = await store.createAccount({ email, role, passwordHash: password.hash });
-    if (!result.ok) throw new CliError(`an account with email ${email} already exists`, 1, 'email_taken');
-    const a = result.account;
-    out.result(
-      {
-        id: a.id,
-        email: a.email,
-        role: a.role,
-        created_at: new Date(a.createdAt).toISOString(),
-        ...(password.generated ? { password: password.generated } : {}),
-      },
-      `Created ${a.role} account ${a.email} (${a.id}).` +
-        (password.generated
-          ? `\nDashboard password (shown once, change it after logging in): ${password.generated}`
-          : ''),
-    );
-  });
+  await withStore(
+    async (store) => {
+      const role = args.admin ? 'admin' : 'user';
+      const result = await store.createAccount({ email, role, passwordHash: password.hash });
+      if (!result.ok) throw new CliError(`an account with email ${email} already exists`, 1, 'email_taken');
+      const a = result.account;
+      out.result(
+        {
+          id: a.id,
+          email: a.email,
+          role: a.role,
+          created_at: new Date(a.createdAt).toISOString(),
+          ...(password.generated ? { password: password.generated } : {}),
+        },
+        `Created ${a.role} account ${a.email} (${a.id}).` +
+          (password.generated
+            ? `\nDashboard password (shown once, change it after logging in): ${password.generated}`
+            : ''),
+      );
+    },
+    { create: { out } },
+  );
 }
 
 /**

@@ -2,14 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { createKey } from '../../auth/keys.js';
 import { hashPassword } from '../../auth/passwords.js';
 import { formatNano, parseUsdToNano } from '../../billing/money.js';
-import { loadConfig } from '../../config/index.js';
-import { createServer } from '../../http/server.js';
+import { type Config, loadConfig } from '../../config/index.js';
+import { createServer, type Server } from '../../http/server.js';
 import { CATALOG, envNameOf } from '../../providers/catalog.js';
-import { startSimulator } from '../../simulator/index.js';
+import { redactUrlPassword } from '../../redact-url.js';
+import { type Simulator, startSimulator } from '../../simulator/index.js';
 import type { Store } from '../../store/types.js';
-import { CliError } from '../cli-error.js';
+import { CliError, usageError } from '../cli-error.js';
+import { checkDemoDatabase, DEMO_DATABASE_URL } from '../demo-database.js';
 import type { Output } from '../output.js';
-import { governServerHeap, shutdownOnSignals } from './serve.js';
+import { governServerHeap, listenOrClose, shutdownOnSignals } from './serve.js';
 
 export const DEMO_EMAIL = 'demo@tollgate.local';
 const DEMO_KEY_NAME = 'demo key';
@@ -34,14 +36,63 @@ async function ensureDemoAccount(store: Store): Promise<{ accountId: string; pas
   return { accountId: created.account.id, password };
 }
 
+/** `word` as one shell word: as is when it needs no quoting, else in single quotes. */
+function shellWord(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
+}
+
 /**
  * `tollgate demo` — the local upstream simulator, the gateway with every provider pointed at it, a demo
- * account with credit, and a fresh API key with a ready curl line. Uses `./data/demo.db` unless
- * DATABASE_URL says otherwise, so the demo never mixes with a real database.
+ * account with credit, and a fresh API key with a ready curl line. Its database is `./data/demo.db`, or
+ * the one `--database` names; never DATABASE_URL, which in an operator's shell points at the real
+ * database. Nor REDIS_URL: the demo's simulated providers are no business of real instances. A database
+ * the demo did not create is refused (`checkDemoDatabase`).
  */
-export async function demo(args: { latencyMs: number }, out: Output): Promise<void> {
+export async function demo(
+  args: { latencyMs: number; database: string | undefined },
+  out: Output,
+): Promise<void> {
+  const databaseUrl = args.database?.trim() || DEMO_DATABASE_URL;
+  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl))
+    throw usageError(
+      `--database: "${redactUrlPassword(databaseUrl)}" must start with sqlite: or postgres://`,
+    );
+  if (process.env.DATABASE_URL?.trim()) {
+    out.info(
+      `The demo does not use DATABASE_URL: its data is in ${redactUrlPassword(databaseUrl)}` +
+        (args.database ? '.' : ' (--database URL names another).'),
+    );
+  }
+  if (process.env.REDIS_URL?.trim()) out.info('The demo does not use REDIS_URL: it runs without Redis.');
+  await checkDemoDatabase(databaseUrl, DEMO_EMAIL);
+
   const simulator = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: args.latencyMs });
-  const overrides: Record<string, string> = {};
+  const closeSimulator = () => simulator.close().catch(() => undefined);
+  let server: Server;
+  let url: string;
+  try {
+    const config = demoConfig(simulator, databaseUrl);
+    server = await createServer(config);
+    url = await listenOrClose(server, config);
+  } catch (err) {
+    await closeSimulator();
+    throw err;
+  }
+  // Before the ready lines, as for `serve`: a SIGTERM sent on reading them drains instead of killing.
+  shutdownOnSignals(server, () => simulator.close());
+  governServerHeap(server);
+  try {
+    await announce(server, simulator, url, databaseUrl, out);
+  } catch (err) {
+    await server.close().catch(() => undefined);
+    await closeSimulator();
+    throw err;
+  }
+}
+
+/** The gateway's configuration: every provider at the simulator, the demo's database, no Redis. */
+function demoConfig(simulator: Simulator, databaseUrl: string): Config {
+  const overrides: Record<string, string> = { DATABASE_URL: databaseUrl, REDIS_URL: '' };
   for (const entry of CATALOG) {
     const name = envNameOf(entry.name);
     overrides[`PROV_${name}_BASE_URL`] = simulator.baseUrl(
@@ -51,14 +102,20 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
     overrides[`PROV_${name}_API_KEY`] = `simulator-${randomBytes(8).toString('hex')}`;
     overrides[`PROV_${name}_ENABLED`] = 'true';
   }
-  const config = loadConfig(process.env, {
+  return loadConfig(process.env, {
     overrides,
-    defaults: { DATABASE_URL: 'sqlite:./data/demo.db', HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGNUP: 'open' },
+    defaults: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGNUP: 'open' },
   });
-  const server = await createServer(config);
-  const url = await server.listen();
-  governServerHeap(server);
+}
 
+/** Prepares the demo account and a fresh key, and prints how to use them. */
+async function announce(
+  server: Server,
+  simulator: Simulator,
+  url: string,
+  databaseUrl: string,
+  out: Output,
+): Promise<void> {
   const { accountId, password } = await ensureDemoAccount(server.store);
   for (const key of await server.store.listApiKeys(accountId)) {
     if (key.name === DEMO_KEY_NAME && key.revokedAt === null)
@@ -74,29 +131,36 @@ export async function demo(args: { latencyMs: number }, out: Output): Promise<vo
     `  -H "Content-Type: application/json" \\`,
     `  -d '{"messages":[{"role":"user","content":"Hello, Tollgate!"}]}'`,
   ].join('\n');
+  // The CLI reads DATABASE_URL, not the demo's choice: the hint names the demo's database itself, so it
+  // works as printed (from this directory) and never lands in ./data/tollgate.db.
+  const passwordReset = `DATABASE_URL=${shellWord(databaseUrl)} bin/tollgate accounts password --email ${DEMO_EMAIL}`;
   out.result(
     {
       url,
       simulator_url: simulator.url,
       dashboard_url: `${url}/`,
+      database: redactUrlPassword(databaseUrl),
       email: DEMO_EMAIL,
       password: password ?? null,
+      password_reset: passwordReset,
       balance: Number(balance),
       key: key.secret,
       curl,
     },
     [
-      `Tollgate demo is running at ${url}`,
+      `Tollgate demo is running at ${url} (data in ${redactUrlPassword(databaseUrl)})`,
       `  8 providers are served by the local simulator at ${simulator.url}`,
       `  account: ${DEMO_EMAIL}${password ? ` (password: ${password}, shown once)` : ''}, balance $${balance}`,
       `  API key (shown once): ${key.secret}`,
-      `  dashboard: ${url}/ — log in as ${DEMO_EMAIL} (an admin)${password ? '' : `; the password was shown at the first run (new one: bin/tollgate accounts password --email ${DEMO_EMAIL})`}`,
+      `  dashboard: ${url}/ — log in as ${DEMO_EMAIL} (an admin)${password ? '' : '; its password was shown at the first run. A new one:'}`,
+      ...(password ? [] : [`    ${passwordReset}`]),
       '',
       'Try it:',
       curl,
       '',
-      `OpenAI SDKs: base URL ${url}/api/v1 with the key above. Press Ctrl+C to stop.`,
+      `OpenAI SDKs: base URL ${url}/api/v1 with the key above; for the SDK example of README.md:`,
+      `  export TOLLGATE_KEY=${key.secret}`,
+      'Press Ctrl+C to stop.',
     ].join('\n'),
   );
-  shutdownOnSignals(server, () => simulator.close());
 }

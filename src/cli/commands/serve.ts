@@ -1,5 +1,6 @@
 import type { Config } from '../../config/index.js';
 import { createServer, NO_AUTO_PROVIDER, type Server } from '../../http/server.js';
+import { CliError } from '../cli-error.js';
 import { DYNAMIC_FOR_MS, governHeapGrowth, MAX_MARK_COMPACT_SHARE } from '../heap-growth.js';
 import type { Output } from '../output.js';
 import { FIXED_GROWING_PERCENT } from '../v8-tuning.js';
@@ -44,10 +45,33 @@ export function governServerHeap(server: Server): void {
   );
 }
 
+/**
+ * Starts listening. When it cannot (the port is taken, …), the server is closed — its store, the
+ * database's server lock, its pools — so the command ends with the error instead of lingering, unserving.
+ */
+export async function listenOrClose(server: Server, config: Config): Promise<string> {
+  try {
+    return await server.listen();
+  } catch (err) {
+    await server.close().catch(() => undefined);
+    const code = (err as { code?: unknown }).code;
+    throw new CliError(
+      code === 'EADDRINUSE'
+        ? `cannot listen on ${config.host}:${config.port}: the address is in use by another process (set PORT or HOST)`
+        : `cannot listen on ${config.host}:${config.port}: ${err instanceof Error ? err.message : String(err)}`,
+      1,
+      'listen_failed',
+    );
+  }
+}
+
 /** `tollgate serve` — the server, in this process. */
 export async function serve(config: Config, out: Output): Promise<void> {
   const server = await createServer(config);
-  const url = await server.listen();
+  const url = await listenOrClose(server, config);
+  // Before the ready line: a supervisor may send SIGTERM the moment it reads it, and without a handler
+  // the signal would kill the process outright instead of draining it.
+  shutdownOnSignals(server);
   governServerHeap(server);
   const active = server.registry
     .all()
@@ -64,5 +88,4 @@ export async function serve(config: Config, out: Output): Promise<void> {
     { url, active_providers: active },
     `Tollgate listening on ${url} (active providers: ${active.join(', ') || 'none'})`,
   );
-  shutdownOnSignals(server);
 }
