@@ -12,6 +12,11 @@ export class InFlight {
     return this.count;
   }
 
+  /** Whether the cap is reached (a look only: `tryEnter` takes the slot). */
+  get full(): boolean {
+    return this.count >= this.limit;
+  }
+
   /** Admits one request unless the cap is reached; the returned function ends it (idempotent). */
   tryEnter(): (() => void) | undefined {
     if (this.count >= this.limit) return undefined;

@@ -22,6 +22,8 @@ declare module 'fastify' {
     finish: () => void;
     /** Called by a handler that takes over ending the slots (after its upstream call is settled). */
     enterHandler: () => void;
+    /** Takes the process-wide in-flight slot, once the body is in; false when the process is at its cap. */
+    enterProcess: () => boolean;
     /** Whether the client closed the connection before the whole answer was written to it. */
     clientGone: boolean;
     /** The provider a chat completion was routed to (undefined when refused before routing); for metrics. */
@@ -38,6 +40,12 @@ export interface ApiDeps {
 }
 
 const noop = (): void => {};
+
+function atCapacity(): GatewayError {
+  return new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
+    retryAfterSeconds: 1,
+  });
+}
 
 /**
  * A body as a Buffer of its UTF-8: sent as a string, it would be measured for Content-Length
@@ -79,6 +87,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   app.decorateRequest('startedAt', 0);
   app.decorateRequest('finish', () => {});
   app.decorateRequest('enterHandler', () => {});
+  app.decorateRequest('enterProcess', () => true);
   app.decorateRequest('provider', undefined);
   app.decorateRequest('clientGone', false);
 
@@ -86,22 +95,28 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   // case) authentication and admission finish synchronously, without a promise per step.
   app.addHook('onRequest', (request, reply, done) => {
     request.startedAt = Date.now();
-    // A process-wide cap on requests in flight: past it, shed at once instead of queueing.
-    const leaveProcess = deps.inFlight.tryEnter();
-    if (!leaveProcess) {
-      done(
-        new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
-          retryAfterSeconds: 1,
-        }),
-      );
+    // A process-wide cap on requests in flight: past it, shed at once instead of queueing, before any
+    // authentication work. This only looks: the slot itself is taken once the body is in (preHandler),
+    // so a client sending its body slowly holds none.
+    if (deps.inFlight.full) {
+      done(atCapacity());
       return;
     }
     let leaveKey: () => void = noop;
+    let leaveProcess: () => void = noop;
     let finished = false;
     request.finish = () => {
       finished = true;
       leaveKey();
       leaveProcess();
+    };
+    request.enterProcess = () => {
+      // The exchange already ended (its client left): a slot taken now would never be given back.
+      if (finished) return true;
+      const leave = deps.inFlight.tryEnter();
+      if (!leave) return false;
+      leaveProcess = leave;
+      return true;
     };
     // Ends the slots when the exchange ends without reaching the handler (errors, aborted uploads);
     // a request in the handler ends them itself, once its upstream call is settled. The response's
@@ -136,12 +151,24 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
           leaveKey = l;
           // The exchange ended (the client left) while the shared limit was asked: end the slot now.
           if (finished) l();
-          done();
+          countBodyForKey(auth.keyId);
         }, done);
       } else {
         leaveKey = leave;
-        done();
+        countBodyForKey(auth.keyId);
       }
+    };
+    // A body still arriving counts against the key too (src/http/pending-bodies.ts); past its cap the
+    // connection is closed with the 429, like past the address's.
+    const countBodyForKey = (keyId: string): void => {
+      try {
+        request.pendingBody?.forKey(keyId);
+      } catch (err) {
+        reply.header('connection', 'close');
+        done(err as Error);
+        return;
+      }
+      done();
     };
     let auth: AuthContext | Promise<AuthContext>;
     try {
@@ -152,6 +179,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     }
     if (auth instanceof Promise) auth.then(admit, done);
     else admit(auth);
+  });
+
+  // The process-wide slot, taken once the body is in and parsed: body errors (400/413/415) come before a
+  // 503 at capacity. Nothing asynchronous runs between this hook and the handler.
+  app.addHook('preHandler', (request, _reply, done) => {
+    if (request.enterProcess()) done();
+    else done(atCapacity());
   });
 
   app.post('/chat/completions', async (request, reply) => {
@@ -190,7 +224,15 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
   // Model names may contain "/" (e.g. openai/gpt-oss-120b): the id is the rest of the path.
   app.get('/models/*', async (request) => {
-    const id = decodeURIComponent((request.params as { '*': string })['*']);
+    const raw = (request.params as { '*': string })['*'];
+    let id: string;
+    try {
+      id = decodeURIComponent(raw);
+    } catch {
+      throw new GatewayError('model_not_found', `The model "${raw.slice(0, 200)}" does not exist.`, {
+        param: 'model',
+      });
+    }
     return modelBody(deps.gateway.provider(id));
   });
 

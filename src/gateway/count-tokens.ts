@@ -1,58 +1,61 @@
 import { AUDIO_BYTES_PER_TOKEN } from '../billing/estimate.js';
 import type { ChoiceResult, UpstreamCallSpec } from '../providers/types.js';
+import type { TokenCounter } from './token-counter.js';
 
-type CountFn = (text: string) => number;
-let loading: Promise<CountFn> | undefined;
-
-/** Loads the o200k BPE tokenizer once (it is large, so only when first needed or preloaded at start). */
-export function loadTokenizer(): Promise<CountFn> {
-  loading ??= import('gpt-tokenizer/encoding/o200k_base').then((m) => (text: string) => m.countTokens(text));
-  return loading;
+async function sum(counter: TokenCounter, texts: string[]): Promise<number> {
+  const { counts } = await counter.count(texts);
+  let total = 0;
+  for (const n of counts) total += n;
+  return total;
 }
 
 /**
  * Counts the prompt locally for an upstream that reported no usage: o200k BPE on every text the upstream
  * read (message text, tool calls and results, tool definitions and the response schema as JSON) plus
- * OpenAI's chat-format overhead (3 tokens per message, 3 to prime the reply); images count by the
- * provider's bound, audio and files as the hold counts them.
+ * OpenAI's chat-format overhead (3 tokens per message and its role, 3 to prime the reply); images count
+ * by the provider's bound, audio and files as the hold counts them. Counted off the event loop, within a
+ * time bound past which UTF-8 bytes stand in (`TokenCounter`).
  * https://github.com/openai/openai-cookbook/blob/main/examples/How_to_count_tokens_with_tiktoken.ipynb
  */
-export async function countPromptTokens(
+export function countPromptTokens(
   spec: Pick<UpstreamCallSpec, 'messages' | 'tools' | 'responseFormat'>,
   imageTokens: number,
+  counter: TokenCounter,
 ): Promise<number> {
-  const count = await loadTokenizer();
-  let total = 3;
+  const texts: string[] = [];
+  let fixed = 3;
   for (const m of spec.messages) {
-    total += 3 + count(m.role);
-    if (typeof m.content === 'string') total += count(m.content);
+    fixed += 4;
+    if (typeof m.content === 'string') texts.push(m.content);
     else if (Array.isArray(m.content)) {
       for (const part of m.content) {
-        if (part.type === 'text') total += count(part.text);
-        else if (part.type === 'image') total += imageTokens;
+        if (part.type === 'text') texts.push(part.text);
+        else if (part.type === 'image') fixed += imageTokens;
         else if (part.type === 'audio')
-          total += Math.ceil((part.data.length * 3) / 4 / AUDIO_BYTES_PER_TOKEN);
-        else if (part.data !== undefined) total += Math.ceil((part.data.length * 3) / 4) + imageTokens;
+          fixed += Math.ceil((part.data.length * 3) / 4 / AUDIO_BYTES_PER_TOKEN);
+        else if (part.data !== undefined) fixed += Math.ceil((part.data.length * 3) / 4) + imageTokens;
       }
     }
     if (m.role === 'assistant') {
-      for (const call of m.toolCalls ?? []) total += count(call.name) + count(call.arguments);
-      if (m.refusal !== undefined) total += count(m.refusal);
+      for (const call of m.toolCalls ?? []) texts.push(call.name, call.arguments);
+      if (m.refusal !== undefined) texts.push(m.refusal);
     }
   }
-  if (spec.tools !== undefined) total += count(JSON.stringify(spec.tools));
-  if (spec.responseFormat?.type === 'json_schema') total += count(JSON.stringify(spec.responseFormat));
-  return total;
+  if (spec.tools !== undefined) texts.push(JSON.stringify(spec.tools));
+  if (spec.responseFormat?.type === 'json_schema') texts.push(JSON.stringify(spec.responseFormat));
+  return sum(counter, texts).then((n) => n + fixed);
 }
 
-/** Counts what the choices wrote: their text, refusals and tool calls. */
-export async function countCompletionTokens(choices: readonly ChoiceResult[]): Promise<number> {
-  const count = await loadTokenizer();
-  let total = 0;
+/** Counts what the choices wrote: their text, refusals and tool calls (off the event loop, bounded). */
+export function countCompletionTokens(
+  choices: readonly ChoiceResult[],
+  counter: TokenCounter,
+): Promise<number> {
+  const texts: string[] = [];
   for (const choice of choices) {
-    if (choice.text !== null) total += count(choice.text);
-    if (choice.refusal !== undefined) total += count(choice.refusal);
-    for (const call of choice.toolCalls) total += count(call.name) + count(call.arguments);
+    if (choice.text !== null) texts.push(choice.text);
+    if (choice.refusal !== undefined) texts.push(choice.refusal);
+    for (const call of choice.toolCalls) texts.push(call.name, call.arguments);
   }
-  return total;
+  return sum(counter, texts);
 }

@@ -20,6 +20,7 @@ import { resolveRoute } from '../routing/resolve-route.js';
 import type { RotationCounter } from '../routing/rotation.js';
 import type { SettleResult, Store, UsageRecord } from '../store/types.js';
 import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
+import type { TokenCounter } from './token-counter.js';
 import type { ChatCompletion, ChatRequest, RequestContext } from './types.js';
 import { toGatewayError } from './upstream-failure.js';
 
@@ -53,6 +54,8 @@ export interface GatewayDeps {
   rotation: RotationCounter;
   upstream: UpstreamSender;
   adapterFor: (format: WireFormat) => ProviderAdapter;
+  /** Counts tokens off the event loop for answers without usage. */
+  tokenCounter: TokenCounter;
   logger: Logger;
   now?: () => number;
   observer?: GatewayObserver;
@@ -314,8 +317,11 @@ export class Gateway {
     const { provider, result } = served;
     const { usage } = result;
     const estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
-    const promptTokens = usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens));
-    const completionTokens = usage.completionTokens ?? (await countCompletionTokens(result.choices));
+    const { tokenCounter } = this.deps;
+    const promptTokens =
+      usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens, tokenCounter));
+    const completionTokens =
+      usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter));
     const cost = callCost(provider, promptTokens, completionTokens);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;

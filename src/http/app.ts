@@ -1,15 +1,26 @@
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  LogController,
+} from 'fastify';
 import type { Logger } from 'pino';
 import { buildOpenApi } from '../api/openapi.js';
 import { type ApiDeps, apiRoutes } from '../api/routes.js';
+import type { Config } from '../config/index.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
+import { clientIp } from '../dashboard/request-info.js';
 import { errorBody, GatewayError } from '../errors.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { PerMillisecond, timeToString } from '../random.js';
 import { VERSION } from '../version.js';
+import { clientErrorHandler } from './client-error.js';
 import { dashboardStatic } from './dashboard-static.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from './json-depth.js';
 import { lazyChildLoggerFactory } from './lazy-child-logger.js';
 import { registerMetrics } from './metrics-route.js';
+import { announcesBody, PendingBodies } from './pending-bodies.js';
+import { redactUrl } from './redact-url.js';
 import { toGatewayError } from './to-gateway-error.js';
 
 export interface AppDeps extends ApiDeps {
@@ -24,13 +35,52 @@ export interface AppDeps extends ApiDeps {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** A connection silent both ways this long past REQUEST_TIMEOUT_MS is closed: no handler waits that long. */
+const IDLE_MARGIN_MS = 30_000;
+
+/**
+ * How often Node looks for requests past HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS (its default, 30 s, would
+ * let a 10 s timeout run to 40 s): at most a quarter of the shorter one, and at least every second.
+ */
+export function timeoutCheckIntervalMs(config: Config): number {
+  return Math.max(
+    25,
+    Math.min(1_000, Math.floor(Math.min(config.headersTimeoutMs, config.bodyTimeoutMs) / 4)),
+  );
+}
+
 /** Fastify app assembly: body limit, request ids, the one error → HTTP mapping, routes. */
 export function buildApp(deps: AppDeps): FastifyInstance {
+  const { config } = deps;
   let counter = 0;
   const time36 = new PerMillisecond((ms) => timeToString(ms, 36));
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
-    bodyLimit: deps.config.bodyLimitBytes,
+    bodyLimit: config.bodyLimitBytes,
+    // Every phase of a connection is bounded, so a client that sends slowly or not at all holds it for a
+    // bounded time: the headers (HEADERS_TIMEOUT_MS) and the whole request, body included
+    // (BODY_TIMEOUT_MS), both counted from the request's first byte — Node's requestTimeout ends when the
+    // request has been received, not when it has been answered, so it never cuts a long upstream call —;
+    // the wait for the next request on a kept-alive connection (KEEP_ALIVE_TIMEOUT_MS); and silence both
+    // ways while a request is served (a handler ends by REQUEST_TIMEOUT_MS).
+    http: {
+      headersTimeout: config.headersTimeoutMs,
+      requestTimeout: config.bodyTimeoutMs,
+      connectionsCheckingInterval: timeoutCheckIntervalMs(config),
+    },
+    requestTimeout: config.bodyTimeoutMs,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    connectionTimeout: config.requestTimeoutMs + IDLE_MARGIN_MS,
+    clientErrorHandler: clientErrorHandler(config, deps.logger),
+    // A path that does not percent-decode never reaches a route: answered here, in the spec's shape.
+    frameworkErrors: (error, _request, frameworkReply) => {
+      const reply = frameworkReply as FastifyReply;
+      const err =
+        error.code === 'FST_ERR_BAD_URL'
+          ? new GatewayError('invalid_request', 'The URL path is not validly percent-encoded.')
+          : toGatewayError(error);
+      reply.code(err.status).header('x-should-retry', 'false').type('application/json').send(errorBody(err));
+    },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
     // Fastify's own 503-on-close body is not the spec's error shape; requests that arrive while draining
@@ -51,8 +101,36 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // Only JSON is accepted; Fastify's built-in text/plain parser would let text bodies through.
   app.removeContentTypeParser('text/plain');
 
+  // Bodies still arriving, per client address here and per API key once authenticated (src/api/routes.ts).
+  // Past a cap the answer is 429 and the connection is closed: otherwise Node would go on reading the
+  // refused body, for up to BODY_TIMEOUT_MS, on a connection counted nowhere.
+  const pendingBodies = new PendingBodies(config.keyMaxPendingBodies, config.addressMaxPendingBodies);
+  app.decorateRequest('pendingBody', undefined);
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
+    if (pendingBodies.enabled && announcesBody(request.raw)) {
+      try {
+        request.pendingBody = pendingBodies.start(request.raw, reply.raw, clientIp(request, config));
+      } catch (err) {
+        reply.header('connection', 'close');
+        done(err as Error);
+        return;
+      }
+    }
+    done();
+  });
+
+  // A body nested too deeply is refused before anything walks it recursively.
+  app.addHook('preValidation', (request, _reply, done) => {
+    if (request.body !== undefined && nestsDeeperThan(request.body, MAX_JSON_DEPTH)) {
+      done(
+        new GatewayError(
+          'invalid_json',
+          `Request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`,
+        ),
+      );
+      return;
+    }
     done();
   });
 
@@ -72,7 +150,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
       request.log.info(
         {
           method: request.method,
-          url: request.url,
+          url: redactUrl(request.url),
           status: reply.statusCode,
           ms: Math.round(reply.elapsedTime),
         },

@@ -11,8 +11,8 @@ import { SessionManager } from '../auth/sessions.js';
 import { Billing } from '../billing/billing.js';
 import { connectCluster } from '../cluster/index.js';
 import type { Config } from '../config/index.js';
-import { loadTokenizer } from '../gateway/count-tokens.js';
 import { Gateway, type UpstreamSender } from '../gateway/gateway.js';
+import { TokenCounter } from '../gateway/token-counter.js';
 import { Metrics } from '../metrics/metrics.js';
 import { adapterFor } from '../providers/index.js';
 import { isProviderName } from '../providers/types.js';
@@ -21,6 +21,7 @@ import { ProviderHealthTracker } from '../routing/health.js';
 import { ProviderRegistry } from '../routing/registry.js';
 import { dashboardStoreFor } from '../store/dashboard-store.js';
 import { DatabaseUnavailableError, openStore, storeOptionsFrom } from '../store/index.js';
+import { lockDatabaseForServer } from '../store/sqlite-server-lock.js';
 import type { Store } from '../store/types.js';
 import { buildApp } from './app.js';
 
@@ -81,6 +82,10 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const instanceId = `inst_${randomBytes(8).toString('hex')}`;
+  // One server per SQLite file (src/store/sqlite-server-lock.ts), taken before the store is opened: a
+  // second server on the file refuses before it migrates or releases a hold. A store passed in is the
+  // caller's to guard.
+  const serverLock = options.store ? undefined : lockDatabaseForServer(config.databaseUrl);
   const store =
     options.store ??
     (await openStore(config.databaseUrl, {
@@ -121,7 +126,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   const shared = store.dialect === 'postgres';
   if (shared) await store.markInstanceAlive(instanceId, now());
   const released = shared
-    ? await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs)
+    ? await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs, instanceId, [])
     : await store.releaseHolds({ kind: 'all' });
   if (released > 0) logger.warn({ released }, 'released holds left open by a previous process');
   const heartbeat = shared
@@ -175,6 +180,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
   const upstream = options.upstream ?? createUpstreamClient();
   const billing = new Billing(store, instanceId, now);
+  const tokenCounter = new TokenCounter(config.tokenCountTimeoutMs);
   const gateway = new Gateway({
     config,
     idempotency: store,
@@ -183,6 +189,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     rotation: cluster.rotation,
     upstream,
     adapterFor,
+    tokenCounter,
     logger,
     now,
     observer: metrics,
@@ -241,9 +248,11 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
 
   const sweeper = setInterval(() => {
+    // Never the hold of a call this process is still serving, however late it is.
+    const keep = billing.heldNow();
     const sweep = shared
-      ? releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs)
-      : store.releaseHolds({ kind: 'expired', now: now() });
+      ? releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs, instanceId, keep)
+      : store.releaseHolds({ kind: 'expired', now: now(), keep });
     sweep
       .then((n: number) => {
         if (n > 0)
@@ -257,11 +266,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   }, config.holdSweepIntervalMs);
   sweeper.unref();
 
-  // The fallback tokenizer (~70 MB resident) is loaded only when an upstream first answers without usage,
-  // unless the operator asks for it up front.
-  if (config.tokenizerPreload) {
-    loadTokenizer().catch((err: unknown) => logger.error({ err }, 'tokenizer failed to load'));
-  }
+  // The fallback tokenizer's thread is started only when an upstream first answers without usage, unless
+  // the operator asks for it up front.
+  if (config.tokenizerPreload) tokenCounter.preload();
 
   const server: Server = {
     app,
@@ -316,7 +323,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       } catch (err) {
         logger.error({ err }, "could not release this process's holds at shutdown: they are released later");
       }
+      await tokenCounter.close();
       if (!options.store) await store.close();
+      serverLock?.release();
     },
   };
   return server;
@@ -326,12 +335,26 @@ export async function createServer(config: Config, options: ServerOptions = {}):
 const SETTLE_AFTER_UPSTREAM_MS = 5_000;
 
 /**
- * PostgreSQL: releases expired holds and those of instances silent for `timeoutMs` (then forgets those
- * instances). Returns how many holds were released.
+ * PostgreSQL: releases this instance's expired holds (but those in `keep`), the expired holds of instances
+ * no longer alive, and every hold of instances silent for `timeoutMs` (then forgets those instances).
+ * Returns how many holds were released.
  */
-async function releaseHoldsOfGoneInstances(store: Store, now: number, timeoutMs: number): Promise<number> {
+async function releaseHoldsOfGoneInstances(
+  store: Store,
+  now: number,
+  timeoutMs: number,
+  self: string,
+  keep: readonly string[],
+): Promise<number> {
   const staleBefore = now - timeoutMs;
-  const expired = await store.releaseHolds({ kind: 'expired', now });
+  // Expired holds of other live instances are theirs to sweep: one of them may still be serving the call.
+  const expired = await store.releaseHolds({
+    kind: 'expired',
+    now,
+    keep,
+    self,
+    ownersAliveSince: staleBefore,
+  });
   const orphaned = await store.releaseHolds({ kind: 'of_stale_instances', staleBefore });
   await store.forgetStaleInstances(staleBefore);
   return expired + orphaned;

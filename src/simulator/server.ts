@@ -88,11 +88,9 @@ export function createSimServer(core: SimCore): SimServer {
     fault: SimFault | null,
   ): Promise<void> {
     const answer = answerOf(slug, conv);
-    let usage: Usage | null = {
-      promptTokens: promptTokens(conv.messageTexts) + conv.extraPromptTokens,
-      completionTokens: answer.completionTokens,
-      reasoningTokens: answer.reasoningTokens,
-    };
+    // Counted only when reported: an upstream that reports no usage is how the gateway's own counting of
+    // huge prompts is tested, and counting them here would stall this process first.
+    let usage: Usage | null;
     if (fault?.kind === 'usage') {
       usage = {
         promptTokens: fault.promptTokens,
@@ -101,6 +99,12 @@ export function createSimServer(core: SimCore): SimServer {
       };
     } else if (fault?.kind === 'no_usage') {
       usage = null;
+    } else {
+      usage = {
+        promptTokens: promptTokens(conv.messageTexts) + conv.extraPromptTokens,
+        completionTokens: answer.completionTokens,
+        reasoningTokens: answer.reasoningTokens,
+      };
     }
     await delay(core.latencyMs() + (fault?.kind === 'slow' ? fault.delayMs : 0));
     if (fault?.kind === 'no_choices' && usage) {

@@ -79,7 +79,9 @@ export function watchConformance(app: FastifyInstance, doc: OpenApi): Conformanc
       }
       const sub = path.slice(PREFIX.length);
       const documented = templates.find((t) => t.pattern.test(sub));
-      const operation = documented && doc.paths[documented.template]?.[request.method.toLowerCase()];
+      // HEAD answers as GET does, without the body (HTTP semantics; Fastify serves it for every GET route).
+      const method = request.method === 'HEAD' ? 'get' : request.method.toLowerCase();
+      const operation = documented && doc.paths[documented.template]?.[method];
       if (!operation) {
         if (reply.statusCode < 400) fail('an undocumented path or method answered with success');
         else if (body !== undefined && !errorValidator(body))
