@@ -83,6 +83,7 @@ export async function connectCluster(options: ClusterOptions): Promise<Cluster> 
     timeoutMs: Math.max(config.redisTimeoutMs, ATTEMPTS_TIMEOUT_MS),
     logger,
     name: `tollgate-${options.instanceId}-attempts`,
+    logsOutages: false,
   });
   const bus = new ChangeBus(link, config.redisUrl, `${prefix}events`, options.instanceId);
   const waitMs = options.connectWaitMs ?? 1_000;

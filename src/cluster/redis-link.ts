@@ -9,6 +9,11 @@ export interface RedisLinkOptions {
   logger: Logger;
   /** Shown in Redis's CLIENT LIST. */
   name: string;
+  /**
+   * Whether going down and coming back are logged (default true). A second connection to the same Redis
+   * leaves that to the first, so an outage is one line per instance.
+   */
+  logsOutages?: boolean;
 }
 
 /** After a command times out, Redis is left alone this long: a hung server costs one timeout, not one per request. */
@@ -104,13 +109,16 @@ export class RedisLink {
   }
 
   private markUp(): void {
-    if (this.state === 'down') this.options.logger.warn('Redis connection restored: state is shared again');
+    if (this.state === 'down' && this.options.logsOutages !== false) {
+      this.options.logger.warn('Redis connection restored: state is shared again');
+    }
     if (this.state !== 'closed') this.state = 'up';
   }
 
   private markDown(err: unknown): void {
     if (this.state === 'down' || this.state === 'closed') return;
     this.state = 'down';
+    if (this.options.logsOutages === false) return;
     this.options.logger.warn(
       {
         redis: redactUrlPassword(this.options.url),
