@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { BIN, type CliResult, outputOf } from '../helpers/cli.js';
+import { BIN, type CliResult, outputOf, startCli } from '../helpers/cli.js';
 
 /**
  * `bin/tollgate` run from a directory of the test's own, as an operator runs it from a checkout: relative
@@ -42,40 +42,15 @@ export function shellIn(cwd: string, line: string, env: Record<string, string>):
 }
 
 /** Starts a long-running `bin/tollgate` command in `cwd`; resolves once its output matches `ready`. */
-export function startIn(
+export async function startIn(
   cwd: string,
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
   timeoutMs = 30_000,
 ): Promise<{ child: ChildProcess; output: () => string; match: RegExpMatchArray }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], {
-      cwd,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`timed out waiting for ${ready}; output:\n${out}`));
-    }, timeoutMs);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const match = out.match(ready);
-      if (match) {
-        clearTimeout(timer);
-        child.removeAllListeners('exit');
-        resolve({ child, output: () => out, match });
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', onData);
-    child.on('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`exited with ${code} before ready; output:\n${out}`));
-    });
-  });
+  const { child, output, firstMatch } = await startCli(args, env, ready, timeoutMs, cwd);
+  return { child, output, match: firstMatch };
 }
 
 /** Waits for a child's exit for at most `ms`; kills it (SIGKILL) and resolves 'timeout' when it lingers. */

@@ -42,9 +42,11 @@ export function startCli(
   env: Record<string, string>,
   ready: RegExp,
   timeoutMs = 20_000,
+  cwd?: string,
 ): Promise<{ child: ChildProcess; output: () => string; firstMatch: RegExpMatchArray }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], {
+      ...(cwd === undefined ? {} : { cwd }),
       env: { PATH: process.env.PATH ?? '', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
