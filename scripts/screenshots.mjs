@@ -38,7 +38,7 @@ const { CATALOG, envNameOf } = await import('../dist/providers/catalog.js');
 const { openStore } = await import('../dist/store/index.js');
 const { hashPassword } = await import('../dist/auth/passwords.js');
 const { createKey } = await import('../dist/auth/keys.js');
-const { parseUsdToNano, tokenCost } = await import('../dist/billing/money.js');
+const { parseUsdToNano, tokenCost } = await import('../dist/money/money.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-screens-'));
 const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: 0 });

@@ -1,6 +1,6 @@
 /**
  * The one error type of Tollgate. Every layer raises `GatewayError`; `src/http/` alone turns it into
- * the spec's error body `{ error: { message, type, code } }` (spec §2.5, §7).
+ * the error body `{ error: { message, type, code } }` (docs/errors.md).
  */
 
 export const ERROR_CODES = {
@@ -25,6 +25,7 @@ export const ERROR_CODES = {
   rate_limit_exceeded: { status: 429, type: 'rate_limit_error' },
   internal_error: { status: 500, type: 'server_error' },
   provider_error: { status: 502, type: 'upstream_error' },
+  stream_incomplete: { status: 502, type: 'upstream_error' },
   provider_unavailable: { status: 503, type: 'upstream_error' },
   no_provider_available: { status: 503, type: 'upstream_error' },
   service_unavailable: { status: 503, type: 'server_error' },
@@ -92,7 +93,7 @@ export interface ErrorBody {
   error: { message: string; type: string; code: string; param?: string };
 }
 
-/** The spec's error body for a `GatewayError`. */
+/** The error body of a `GatewayError` (docs/errors.md). */
 export function errorBody(err: GatewayError): ErrorBody {
   const body: ErrorBody = { error: { message: err.message, type: err.type, code: err.code } };
   if (err.param !== undefined) body.error.param = err.param;

@@ -3,7 +3,7 @@ import { randomFillSync } from 'node:crypto';
 /**
  * Random bytes for ids on the request path (completion and hold ids), from the same CSPRNG as
  * `randomBytes` but drawn from a 4 KiB buffer refilled in one call: a `randomBytes(12)` per id costs a
- * native call and a Buffer allocation each time, which showed as 4% of a request's CPU (docs/performance.md).
+ * native call and a Buffer allocation each time, a visible share of a request's CPU.
  * Not for secrets (API keys, passwords, session ids): those use `randomBytes` directly.
  */
 const POOL_SIZE = 4096;
@@ -50,7 +50,8 @@ export function randomAlnum(length: number): string {
  * A random id whose first characters are the current time (milliseconds, fixed width), so ids created
  * one after another sort one after another. As a primary key or unique index entry, each new one lands on
  * the rightmost leaf of the B-tree, the page the previous insert already touched: a group commit writes
- * a handful of pages instead of one random leaf per index per request (docs/performance.md). The rest is
+ * a handful of pages instead of one random leaf per index per request (docs/performance.md, "One usage
+ * index per account, and rows that append"). The rest is
  * random: hex `randomBytes` bytes after 12 hex digits of time, or alphanumerics after 8 of time.
  */
 export function timeOrderedHex(randomBytes: number): string {
@@ -64,8 +65,7 @@ export function timeOrderedAlnum(length: number): string {
 
 /**
  * A time's text, made once per millisecond: encoding a 41-bit time digit by digit runs on floating-point
- * division and `fmod` (~5,000 instructions per request over the ids of one call, `npm run
- * bench:instructions`), and the calls of one millisecond share it.
+ * division and `fmod` for every id of a call, and the calls of one millisecond share it.
  */
 export class PerMillisecond {
   private at = -1;
@@ -83,7 +83,7 @@ export class PerMillisecond {
 
 /**
  * `ms.toString(radix)` with `ms` split in two parts below 2^31 first: V8 writes a small integer's digits
- * directly, but a larger number's with floating-point `fmod` per digit (~250 instructions each).
+ * directly, but a larger number's with floating-point `fmod` per digit, far slower.
  */
 export function timeToString(ms: number, radix: 16 | 36): string {
   const unit = radix === 16 ? 0x1000000 : 1_679_616; // 16^6, 36^4

@@ -1,6 +1,6 @@
 import { hash, randomBytes } from 'node:crypto';
 
-/** Spec §5.2: the prefix "sk-svc-" followed by 32 hexadecimal characters. */
+/** An API key is the prefix "sk-svc-" followed by 32 hexadecimal characters (docs/api.md). */
 export const KEY_PREFIX = 'sk-svc-';
 const KEY_PATTERN = /^sk-svc-[0-9a-fA-F]{32}$/;
 

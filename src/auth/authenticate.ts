@@ -23,7 +23,7 @@ const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 const TOUCH_INTERVAL_MS = 60_000;
 
 /**
- * Bearer token → key record → account (DESIGN.md "Authentication"). No header, an empty one, or one
+ * Bearer token → key record → account (docs/errors.md). No header, an empty one, or one
  * not of the form `Bearer <token>` → 401 missing_api_key; a token that is not an active key (wrong
  * format, unknown, revoked, disabled account) → 401 invalid_api_key "Invalid API key".
  */

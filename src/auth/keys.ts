@@ -1,7 +1,7 @@
 import type { ApiKeyInfo, Store } from '../store/types.js';
 import { generateApiKey, hashApiKey, keyHint } from './api-key.js';
 
-/** Spec §5.4 / §8: at most 10 API keys per account (revoked keys do not count). */
+/** At most 10 API keys per account; revoked keys do not count (docs/errors.md, `key_limit_reached`). */
 export const MAX_KEYS_PER_ACCOUNT = 10;
 export const MAX_KEY_NAME_LENGTH = 100;
 

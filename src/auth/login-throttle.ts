@@ -1,4 +1,3 @@
-import type { SharedAttemptStore } from '../cluster/shared-attempts.js';
 import { type AttemptCheck, AttemptLimiter } from './attempt-limiter.js';
 
 /** Failed logins one account (by email, known or not) may have in `WINDOW_MS`. */
@@ -10,6 +9,22 @@ export const IP_SIGNUPS = 10;
 export const WINDOW_MS = 15 * 60_000;
 
 const ALLOWED: AttemptCheck = { ok: true };
+
+/**
+ * Counters of attempts (failed logins, sign-ups) in fixed windows, shared by the instances: the port the
+ * throttle needs, implemented over Redis by `cluster/` (`SharedAttempts`).
+ */
+export interface SharedAttemptStore {
+  /**
+   * Counts one event of `value` unless it already has `max` in its window, atomically; undefined when
+   * Redis does not answer (then nothing may have been counted).
+   */
+  take(kind: string, value: string, max: number, windowMs: number): Promise<AttemptCheck | undefined>;
+  /** Takes back one event `take` counted (nothing happens when Redis does not answer). */
+  undo(kind: string, value: string): Promise<void>;
+  /** Forgets `value`'s window. */
+  reset(kind: string, value: string): Promise<void>;
+}
 
 /** What a throttled password check came to. */
 export type LoginVerdict<T> =

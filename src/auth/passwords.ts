@@ -10,7 +10,7 @@ const PARAMS = { algorithm: 2, memoryCost: 19_456, timeCost: 2, parallelism: 1 }
 export const MIN_PASSWORD_LENGTH = 12;
 export const MAX_PASSWORD_LENGTH = 1024;
 
-// The native module (~12 MB resident) is loaded on the first password operation, not at start.
+// The native module (megabytes of resident memory) is loaded on the first password operation, not at start.
 let argon2: Promise<typeof import('@node-rs/argon2')> | undefined;
 const loadArgon2 = () => {
   argon2 ??= import('@node-rs/argon2');

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Config, loadConfig } from '../config/index.js';
 import { openStore, storeOptionsFrom } from '../store/index.js';
-import { sqlitePathOf } from '../store/open-sqlite.js';
+import { sqlitePathOf } from '../store/sqlite/open.js';
 import type { Account, Store } from '../store/types.js';
 import { CliError, usageError } from './cli-error.js';
 import type { Output } from './output.js';

@@ -1,9 +1,10 @@
 import type { Logger } from 'pino';
+import type { SharedAttemptStore } from '../auth/login-throttle.js';
 import type { Config } from '../config/index.js';
 import { redactUrlPassword } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
 import type { ClusterEvent } from './change-bus.js';
-import { ATTEMPTS_TIMEOUT_MS, type SharedAttemptStore, SharedAttempts } from './shared-attempts.js';
+import { ATTEMPTS_TIMEOUT_MS, SharedAttempts } from './shared-attempts.js';
 import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
 import { SharedRotationCounter } from './shared-rotation.js';
 
@@ -40,7 +41,7 @@ export interface ClusterOptions {
   connectWaitMs?: number;
 }
 
-/** Loaded only when Redis is configured: ioredis costs ~25 MB resident. */
+/** Loaded only when Redis is configured: ioredis costs tens of MB resident. */
 async function loadRedis() {
   const [{ RedisLink }, { ChangeBus }] = await Promise.all([
     import('./redis-link.js'),

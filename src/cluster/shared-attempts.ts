@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AttemptCheck } from '../auth/attempt-limiter.js';
+import type { SharedAttemptStore } from '../auth/login-throttle.js';
 import type { RedisLink } from './redis-link.js';
 
 /**
@@ -29,19 +30,6 @@ return 0
  * this wait's usual cost in Argon2 anyway; a hung Redis costs one wait, then its back-off.
  */
 export const ATTEMPTS_TIMEOUT_MS = 1_000;
-
-/** Counters of attempts (failed logins, sign-ups) in fixed windows, shared by the instances. */
-export interface SharedAttemptStore {
-  /**
-   * Counts one event of `value` unless it already has `max` in its window, atomically; undefined when
-   * Redis does not answer (then nothing may have been counted).
-   */
-  take(kind: string, value: string, max: number, windowMs: number): Promise<AttemptCheck | undefined>;
-  /** Takes back one event `take` counted (nothing happens when Redis does not answer). */
-  undo(kind: string, value: string): Promise<void>;
-  /** Forgets `value`'s window. */
-  reset(kind: string, value: string): Promise<void>;
-}
 
 /**
  * The login throttle's windows in Redis, so that N instances behind a load balancer allow the same

@@ -37,7 +37,7 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** SQLite `synchronous` level in WAL mode (see docs/operations.md). */
   readonly sqliteSynchronous: 'NORMAL' | 'FULL';
-  /** Most memory SQLite's page cache of the serving connection may hold, in MiB (see docs/performance.md). */
+  /** Most memory SQLite's page cache of the serving connection may hold, in MiB (docs/configuration.md). */
   readonly sqliteCacheMb: number;
   /**
    * Where the SQLite WAL is checkpointed: `inline` (SQLite's default, inside the commit that crosses
@@ -56,6 +56,10 @@ export interface Config {
   readonly maxTokensCeiling: number;
   /** Overall deadline of one completion request, retries included. */
   readonly requestTimeoutMs: number;
+  /** `STREAMING=on`: `stream: true` is served as server-sent events; off, it is refused (400). */
+  readonly streaming: boolean;
+  /** Longest a streamed answer may run, first byte to last (its hold lasts this long, plus the grace). */
+  readonly streamTimeoutMs: number;
   /** A hold outlives its request's deadline by this much before the sweeper may release it. */
   readonly holdGraceMs: number;
   /** How often expired holds (and, on PostgreSQL, those of instances gone silent) are released. */
@@ -119,8 +123,9 @@ export interface Config {
  * The page cache of the serving connection, in MiB. better-sqlite3 builds SQLite with a 16 MB default
  * (`SQLITE_DEFAULT_CACHE_SIZE=-16000`; SQLite's own is 2 MB), and under steady writes the cache fills to
  * it with pages written once and never read again — the usage rows (and, before migration 0007, the
- * ledger's charge rows) and their index leaves — which was ~16 of the ~22 MB the server's malloc heap grew by under load (docs/performance.md, eleventh
- * round). The hot path reads only the pages of the accounts in use and the rightmost leaves it writes to;
+ * ledger's charge rows) and their index leaves — most of what the server's memory grew by under load
+ * (docs/performance.md, "SQLite page cache: 4 MiB"). The hot path reads only the pages of the accounts in
+ * use and the rightmost leaves it writes to;
  * a page not cached is read back from the WAL or the database file, through the operating system's
  * cache.
  */

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseUsdToNano } from '../billing/money.js';
+import { parseUsdToNano } from '../money/money.js';
 import { CATALOG, envNameOf } from '../providers/catalog.js';
 import {
   isProviderName,
@@ -52,6 +52,8 @@ function readConfigFile(path: string, problems: string[]): Source {
     timeoutMs: 'TIMEOUT_MS',
     maxTokens: 'MAX_TOKENS',
     imageTokens: 'IMAGE_TOKENS',
+    firstByteTimeoutMs: 'FIRST_BYTE_TIMEOUT_MS',
+    streamIdleTimeoutMs: 'STREAM_IDLE_TIMEOUT_MS',
   };
   for (const [key, value] of Object.entries(parsed)) {
     if (key === 'providers' && typeof value === 'object' && value !== null) {
@@ -216,6 +218,8 @@ function readProviders(r: Reader, auto: readonly ProviderName[]): Record<Provide
       enabled: r.bool(`${p}ENABLED`, true),
       timeoutMs: r.int(`${p}TIMEOUT_MS`, 60_000, 100, 3_600_000),
       connectTimeoutMs: r.int(`${p}CONNECT_TIMEOUT_MS`, 5_000, 50, 600_000),
+      firstByteTimeoutMs: r.int(`${p}FIRST_BYTE_TIMEOUT_MS`, 60_000, 100, 3_600_000),
+      streamIdleTimeoutMs: r.int(`${p}STREAM_IDLE_TIMEOUT_MS`, 30_000, 100, 3_600_000),
       inAutoRotation: auto.includes(entry.name),
       imageTokens: r.int(`${p}IMAGE_TOKENS`, entry.imageTokens, 1, 1_000_000),
     });
@@ -303,6 +307,8 @@ export function loadConfig(
     maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),
     maxTokensCeiling: r.int('MAX_TOKENS_CEILING', 200_000, 1, 10_000_000),
     requestTimeoutMs,
+    streaming: r.bool('STREAMING', false),
+    streamTimeoutMs: r.int('STREAM_TIMEOUT_MS', 600_000, 1_000, 24 * 3_600_000),
     holdGraceMs: r.int('HOLD_GRACE_MS', 60_000, 0, 86_400_000),
     holdSweepIntervalMs: r.int('HOLD_SWEEP_INTERVAL_MS', 30_000, 100, 3_600_000),
     instanceTimeoutMs: r.int('INSTANCE_TIMEOUT_MS', 30_000, 600, 3_600_000),

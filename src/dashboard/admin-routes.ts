@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
-import { NANO_PER_USD, parseUsdToNano } from '../billing/money.js';
 import { GatewayError } from '../errors.js';
+import { NANO_PER_USD, parseUsdToNano } from '../money/money.js';
 import { inviteCodeHash, newInviteCode } from './auth-routes.js';
 import { emailField, fieldsOf, optionalInt, optionalString, queryOf, requiredString } from './body.js';
-import type { DashboardDeps } from './plugin.js';
-import { sessionOf } from './plugin.js';
+import { type DashboardDeps, sessionOf } from './deps.js';
 import { accountView, inviteView, providerView } from './views.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;

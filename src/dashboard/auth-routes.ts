@@ -4,8 +4,7 @@ import { hashPassword, passwordProblem, verifyNothing, verifyPassword } from '..
 import type { StartedSession } from '../auth/sessions.js';
 import { GatewayError } from '../errors.js';
 import { emailField, fieldsOf, optionalBoolean, optionalString, requiredString } from './body.js';
-import type { DashboardDeps } from './plugin.js';
-import { sessionOf } from './plugin.js';
+import { type DashboardDeps, sessionOf } from './deps.js';
 import { apiBaseUrl, clearSessionCookie, clientIp, setSessionCookie } from './request-info.js';
 import { accountView } from './views.js';
 

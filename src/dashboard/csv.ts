@@ -1,4 +1,4 @@
-import { formatNano } from '../billing/money.js';
+import { formatNano } from '../money/money.js';
 import type { UsageRow } from '../store/dashboard-store.js';
 
 export const USAGE_CSV_HEADER = [

@@ -1,10 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { createKey, MAX_KEY_NAME_LENGTH, MAX_KEYS_PER_ACCOUNT } from '../auth/keys.js';
-import { nanoToUsd } from '../billing/money.js';
 import { GatewayError } from '../errors.js';
+import { nanoToUsd } from '../money/money.js';
 import { fieldsOf } from './body.js';
-import type { DashboardDeps } from './plugin.js';
-import { sessionOf } from './plugin.js';
+import { type DashboardDeps, sessionOf } from './deps.js';
 import { creditView, keyView } from './views.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;

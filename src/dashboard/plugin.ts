@@ -1,56 +1,17 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { Authenticator } from '../auth/authenticate.js';
-import type { LoginThrottle } from '../auth/login-throttle.js';
-import { type ActiveSession, type SessionManager, sameSecret } from '../auth/sessions.js';
-import type { Billing } from '../billing/billing.js';
-import type { Config } from '../config/index.js';
+import type { FastifyInstance } from 'fastify';
+import { sameSecret } from '../auth/sessions.js';
 import { GatewayError } from '../errors.js';
-import type { ProviderStatus } from '../routing/registry.js';
-import type { DashboardStore } from '../store/dashboard-store.js';
-import type { Store } from '../store/types.js';
 import { adminRoutes } from './admin-routes.js';
 import { authRoutes } from './auth-routes.js';
+import type { DashboardDeps } from './deps.js';
 import { keyRoutes } from './key-routes.js';
 import { assertSameOrigin, clearSessionCookie, sessionTokenOf } from './request-info.js';
 import { usageRoutes } from './usage-routes.js';
 
-/** Who may call a dashboard route: anyone, a logged-in account, or a logged-in admin. */
-export type DashboardAccess = 'public' | 'user' | 'admin';
-
-declare module 'fastify' {
-  interface FastifyContextConfig {
-    /** Dashboard routes: who may call it (default `user`). */
-    access?: DashboardAccess;
-  }
-  interface FastifyRequest {
-    /** The dashboard session of the request's cookie, when it names a live one. */
-    dashboardSession: ActiveSession | undefined;
-    /** The raw session token of that cookie (to end or rotate the session). */
-    dashboardToken: string | undefined;
-  }
-}
-
-export interface DashboardDeps {
-  config: Config;
-  store: Store;
-  dashboardStore: DashboardStore;
-  sessions: SessionManager;
-  throttle: LoginThrottle;
-  billing: Billing;
-  authenticator: Authenticator;
-  /** Every provider's configuration and state right now. */
-  providers: () => ProviderStatus[];
-  now: () => number;
-}
+export type { DashboardDeps } from './deps.js';
 
 const UNSAFE = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 const PURGE_INTERVAL_MS = 10 * 60_000;
-
-/** The session of a request that passed the `user` or `admin` gate. */
-export function sessionOf(request: FastifyRequest): ActiveSession {
-  if (!request.dashboardSession) throw new Error('dashboard route reached without a session');
-  return request.dashboardSession;
-}
 
 /**
  * The dashboard's JSON API (mounted at `/dashboard/api`): session-cookie authentication, CSRF defence on

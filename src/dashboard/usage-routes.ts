@@ -1,12 +1,11 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { nanoToUsd } from '../billing/money.js';
 import { GatewayError } from '../errors.js';
+import { nanoToUsd } from '../money/money.js';
 import type { DailyUsageRow, UsageFilters } from '../store/dashboard-store.js';
 import { queryOf } from './body.js';
 import { csvLine, USAGE_CSV_HEADER, usageCsvLine } from './csv.js';
-import type { DashboardDeps } from './plugin.js';
-import { sessionOf } from './plugin.js';
+import { type DashboardDeps, sessionOf } from './deps.js';
 import { decodeCursor, encodeCursor, usageFilters } from './usage-query.js';
 import { usageView } from './views.js';
 

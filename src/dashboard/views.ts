@@ -1,4 +1,4 @@
-import { nanoToUsd } from '../billing/money.js';
+import { nanoToUsd } from '../money/money.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import type {
   CreditEntry,

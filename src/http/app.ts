@@ -7,6 +7,7 @@ import Fastify, {
 import type { Logger } from 'pino';
 import { buildOpenApi } from '../api/openapi.js';
 import { type ApiDeps, apiRoutes } from '../api/routes.js';
+import { toGatewayError } from '../api/to-gateway-error.js';
 import type { Config } from '../config/index.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { clientIp } from '../dashboard/request-info.js';
@@ -21,7 +22,6 @@ import { lazyChildLoggerFactory } from './lazy-child-logger.js';
 import { registerMetrics } from './metrics-route.js';
 import { announcesBody, PendingBodies } from './pending-bodies.js';
 import { redactUrl } from './redact-url.js';
-import { toGatewayError } from './to-gateway-error.js';
 
 export interface AppDeps extends ApiDeps {
   logger: Logger;
@@ -72,7 +72,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     keepAliveTimeout: config.keepAliveTimeoutMs,
     connectionTimeout: config.requestTimeoutMs + IDLE_MARGIN_MS,
     clientErrorHandler: clientErrorHandler(config, deps.logger),
-    // A path that does not percent-decode never reaches a route: answered here, in the spec's shape.
+    // A path that does not percent-decode never reaches a route: answered here, in the documented error body.
     frameworkErrors: (error, _request, frameworkReply) => {
       const reply = frameworkReply as FastifyReply;
       const err =
@@ -83,7 +83,7 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     },
     onProtoPoisoning: 'error',
     onConstructorPoisoning: 'error',
-    // Fastify's own 503-on-close body is not the spec's error shape; requests that arrive while draining
+    // Fastify's own 503-on-close body is not the documented error body; requests that arrive while draining
     // are served like the in-flight ones.
     return503OnClosing: false,
     // Fastify's two lines per request are replaced by the one access line of the onResponse hook below.

@@ -7,7 +7,7 @@ import { errorBody, GatewayError } from '../errors.js';
 /** Node's socket, with the response it is writing (Node's own field; absent between requests). */
 type ServerSocket = Socket & { _httpMessage?: ServerResponse | null };
 
-/** A whole HTTP response closing its connection, with `error` in the spec's body. */
+/** A whole HTTP response closing its connection, with `error` in the documented error body. */
 function closingResponse(status: number, error: GatewayError): string {
   const body = JSON.stringify(errorBody(error));
   return (
@@ -21,8 +21,8 @@ function closingResponse(status: number, error: GatewayError): string {
 
 /**
  * Answers what Node refuses before a request reaches Fastify — a request not received in time
- * (HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS), headers too large, a malformed request — in the spec's error
- * body, then closes the connection. Fastify's own answer to these has another shape.
+ * (HEADERS_TIMEOUT_MS / BODY_TIMEOUT_MS), headers too large, a malformed request — in the documented
+ * error body (docs/errors.md), then closes the connection. Fastify's own answer to these has another shape.
  */
 export function clientErrorHandler(
   config: Config,

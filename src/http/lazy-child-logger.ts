@@ -3,10 +3,10 @@ import type { Bindings, ChildLoggerOptions, Level, LogFn } from 'pino';
 
 /**
  * Fastify gives every request a child logger (bound to its request id); pino builds one per call of
- * `child()` — ~1% of the gateway's CPU per request in `npm run bench:profile` — although a request served
- * well writes no line at all (the access line is at info, the benchmark and most deployments log at warn).
- * This factory hands out a stand-in that builds the pino child only when a line is actually written, so
- * what is logged, and with which bindings, is unchanged.
+ * `child()`, a measurable part of the gateway's CPU per request (`npm run bench:profile`), although a
+ * request served well writes no line at all (the access line is at info, the benchmark and most
+ * deployments log at warn). This factory hands out a stand-in that builds the pino child only when a line
+ * is actually written, so what is logged, and with which bindings, is unchanged.
  */
 export function lazyChildLoggerFactory(
   logger: FastifyBaseLogger,

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import { toGatewayError } from '../api/to-gateway-error.js';
 import { GatewayError } from '../errors.js';
 import type { Metrics } from '../metrics/metrics.js';
-import { toGatewayError } from './to-gateway-error.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

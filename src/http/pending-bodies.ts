@@ -49,8 +49,8 @@ export function addressUnit(address: string): string {
 export class PendingBodies {
   private readonly byAddress = new Map<string, Set<PendingBody>>();
   private readonly byKey = new Map<string, Set<PendingBody>>();
-  /** The bodies of each connection still counted, ended together when it closes (one listener each). */
-  private readonly bySocket = new WeakMap<Socket, Set<PendingBody>>();
+  /** Each connection's counted bodies (ended together when it closes) and its address's unit. */
+  private readonly bySocket = new WeakMap<Socket, Connection>();
   private pending = 0;
 
   constructor(
@@ -73,7 +73,8 @@ export class PendingBodies {
    * has `addressLimit` bodies arriving. The count ends when the body is in or the connection closes.
    */
   start(raw: IncomingMessage, response: ServerResponse, address: string): PendingBody {
-    const unit = this.addressLimit > 0 ? addressUnit(address) : undefined;
+    const connection = this.connectionOf(raw.socket, address);
+    const unit = connection.unit;
     if (unit !== undefined && !hasRoom(this.byAddress.get(unit), this.addressLimit)) {
       throw refusal(
         `Too many request bodies are still arriving from this address (limit ${this.addressLimit}); finish sending one first.`,
@@ -89,21 +90,36 @@ export class PendingBodies {
     response.on('close', () => {
       if (raw.complete !== false) body.end();
     });
-    // A body Node is still discarding after an early answer never gets its request's 'close' if the
-    // connection goes away: the connection's own 'close' ends it.
-    const socket = raw.socket;
-    let bodies = this.bySocket.get(socket);
-    if (!bodies) {
-      const open = new Set<PendingBody>();
-      bodies = open;
-      this.bySocket.set(socket, open);
-      socket.once('close', () => {
-        for (const b of open) b.end();
-      });
-    }
+    const bodies = connection.bodies;
     bodies.add(body);
     body.onEnd = () => bodies.delete(body);
     return body;
+  }
+
+  /**
+   * The connection's record, made on its first body: a body Node is still discarding after an early answer
+   * never gets its request's 'close' if the connection goes away, so the connection's own 'close' ends it.
+   * The address's unit is worked out once per connection (and again only if the address differs, as it may
+   * behind a trusted proxy).
+   */
+  private connectionOf(socket: Socket, address: string): Connection {
+    let connection = this.bySocket.get(socket);
+    if (connection === undefined) {
+      const bodies = new Set<PendingBody>();
+      connection = { bodies, address, unit: this.unitOf(address) };
+      this.bySocket.set(socket, connection);
+      socket.once('close', () => {
+        for (const b of bodies) b.end();
+      });
+    } else if (connection.address !== address) {
+      connection.address = address;
+      connection.unit = this.unitOf(address);
+    }
+    return connection;
+  }
+
+  private unitOf(address: string): string | undefined {
+    return this.addressLimit > 0 ? addressUnit(address) : undefined;
   }
 
   /** Counts `body` against `keyId` too unless the key has `keyLimit` bodies arriving; false when it has. */
@@ -119,6 +135,12 @@ export class PendingBodies {
     if (unit !== undefined) removeFrom(this.byAddress, unit, body);
     if (keyId !== undefined) removeFrom(this.byKey, keyId, body);
   }
+}
+
+interface Connection {
+  bodies: Set<PendingBody>;
+  address: string;
+  unit: string | undefined;
 }
 
 /**

@@ -19,11 +19,16 @@ import { isProviderName } from '../providers/types.js';
 import { createUpstreamClient } from '../providers/upstream-client.js';
 import { ProviderHealthTracker } from '../routing/health.js';
 import { ProviderRegistry } from '../routing/registry.js';
-import { dashboardStoreFor } from '../store/dashboard-store.js';
-import { DatabaseUnavailableError, openStore, storeOptionsFrom } from '../store/index.js';
-import { lockDatabaseForServer } from '../store/sqlite-server-lock.js';
+import { openStore, storeOptionsFrom } from '../store/index.js';
+import { lockDatabaseForServer } from '../store/sqlite/server-lock.js';
 import type { Store } from '../store/types.js';
 import { buildApp } from './app.js';
+import { startHeartbeat } from './heartbeat.js';
+import { releaseLeftoverHolds, startHoldSweeper } from './hold-sweeper.js';
+import { readinessCheck } from './readiness.js';
+import { shutdown } from './shutdown.js';
+
+export { NO_AUTO_PROVIDER } from './readiness.js';
 
 export interface Server {
   app: FastifyInstance;
@@ -72,75 +77,30 @@ export function createLogger(level: Config['logLevel']): Logger {
 
 /**
  * The composition root: opens the store, runs migrations, releases holds a previous process left behind,
- * wires auth → routing → billing → providers into the app, and starts the hold sweeper.
+ * wires auth → routing → billing → providers into the app, and starts the lifecycle pieces beside this
+ * file: the hold sweeper (./hold-sweeper.ts), the instance heartbeat on PostgreSQL (./heartbeat.ts), the
+ * `/readyz` check (./readiness.ts) and the three-stage shutdown (./shutdown.ts).
  */
-/** Said by `/readyz` and the start-up log when `model: "auto"` has nothing to rotate over. */
-export const NO_AUTO_PROVIDER =
-  'no provider of the auto list (AUTO_PROVIDERS) is active: requests with model "auto" get 503 no_provider_available';
-
 export async function createServer(config: Config, options: ServerOptions = {}): Promise<Server> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const now = options.now ?? Date.now;
   const instanceId = `inst_${randomBytes(8).toString('hex')}`;
-  // One server per SQLite file (src/store/sqlite-server-lock.ts), taken before the store is opened: a
+  // One server per SQLite file (src/store/sqlite/server-lock.ts), taken before the store is opened: a
   // second server on the file refuses before it migrates or releases a hold. A store passed in is the
   // caller's to guard.
   const serverLock = options.store ? undefined : lockDatabaseForServer(config.databaseUrl);
-  const store =
-    options.store ??
-    (await openStore(config.databaseUrl, {
-      ...storeOptionsFrom(config, {
-        // Logged once per outage, not per refused request.
-        onAvailabilityChange: (available, cause) => {
-          if (available) logger.warn('database reachable again: serving billable requests');
-          else
-            logger.error(
-              { reason: cause instanceof Error ? cause.message : String(cause) },
-              'database unreachable: billable requests get 503 until it answers again',
-            );
-        },
-        onStatementTimeout: (cause) =>
-          logger.warn(
-            { reason: cause instanceof Error ? cause.message : String(cause) },
-            'database statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: its request gets 503',
-          ),
-      }),
-      ...(config.sqliteCheckpoint === 'background'
-        ? {
-            sqliteBackgroundCheckpoint: {
-              onFailure: (err: unknown) =>
-                logger.error(
-                  { reason: err instanceof Error ? err.message : String(err) },
-                  'SQLite checkpoint thread stopped: commits checkpoint the WAL themselves again',
-                ),
-            },
-          }
-        : {}),
-    }));
+  const store = options.store ?? (await openServerStore(config, logger));
   await store.migrate();
 
-  // Holds are owned by the process that placed them. On the embedded SQLite store only one server runs
-  // against the file, so every hold still open at start belongs to a process that is gone. On PostgreSQL
-  // other instances may be serving: each says it is alive every sixth of INSTANCE_TIMEOUT_MS, and the
-  // holds of one silent for longer are released, as are expired holds, here and by the sweeper.
+  // Holds are owned by the process that placed them (./hold-sweeper.ts): those a previous process left
+  // open are released before this one serves, as are those of PostgreSQL instances gone silent.
   const shared = store.dialect === 'postgres';
+  const holdOwner = { store, instanceId, shared, config, now, logger };
   if (shared) await store.markInstanceAlive(instanceId, now());
-  const released = shared
-    ? await releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs, instanceId, [])
-    : await store.releaseHolds({ kind: 'all' });
-  if (released > 0) logger.warn({ released }, 'released holds left open by a previous process');
+  await releaseLeftoverHolds(holdOwner);
   const heartbeat = shared
-    ? setInterval(
-        () => {
-          store.markInstanceAlive(instanceId, now()).catch((err: unknown) => {
-            if (!(err instanceof DatabaseUnavailableError))
-              logger.error({ err }, 'instance heartbeat failed');
-          });
-        },
-        Math.floor(config.instanceTimeoutMs / 6),
-      )
+    ? startHeartbeat({ store, instanceId, instanceTimeoutMs: config.instanceTimeoutMs, now, logger })
     : undefined;
-  heartbeat?.unref();
 
   // The gauges read the registry, the in-flight counter and the store when scraped, not before.
   const metrics = config.metricsEnabled
@@ -196,7 +156,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
 
   const inFlight = new InFlight(config.maxConcurrentRequests);
-  const dashboardStore = dashboardStoreFor(store, now);
+  const dashboardStore = store.dashboard(now);
   const dashboard = {
     webRoot: options.webRoot ?? DEFAULT_WEB_ROOT,
     deps: {
@@ -224,47 +184,10 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     logger,
     metrics,
     dashboard,
-    ready: async () => {
-      let database = 'ok';
-      try {
-        await store.ping();
-      } catch {
-        database = 'unreachable';
-      }
-      const activeProviders = registry.all().filter((s) => s.active).length;
-      const autoActive = registry.autoList.filter((n) => registry.isActive(n));
-      return {
-        ok: database === 'ok' && activeProviders > 0,
-        detail: {
-          database,
-          redis: cluster.status(),
-          activeProviders,
-          auto: { providers: registry.autoList, active: autoActive },
-          ...(autoActive.length === 0 ? { warnings: [NO_AUTO_PROVIDER] } : {}),
-          circuits: health.snapshot().filter((c) => c.circuit !== 'closed'),
-        },
-      };
-    },
+    ready: readinessCheck({ store, registry, health, cluster }),
   });
 
-  const sweeper = setInterval(() => {
-    // Never the hold of a call this process is still serving, however late it is.
-    const keep = billing.heldNow();
-    const sweep = shared
-      ? releaseHoldsOfGoneInstances(store, now(), config.instanceTimeoutMs, instanceId, keep)
-      : store.releaseHolds({ kind: 'expired', now: now(), keep });
-    sweep
-      .then((n: number) => {
-        if (n > 0)
-          logger.warn({ released: n }, 'released holds of expired calls or of instances gone silent');
-        return store.purgeIdempotency(now());
-      })
-      .catch((err: unknown) => {
-        // An unreachable database is logged once by the store, not at every sweep.
-        if (!(err instanceof DatabaseUnavailableError)) logger.error({ err }, 'hold sweep failed');
-      });
-  }, config.holdSweepIntervalMs);
-  sweeper.unref();
+  const sweeper = startHoldSweeper(holdOwner, billing);
 
   // The fallback tokenizer's thread is started only when an upstream first answers without usage, unless
   // the operator asks for it up front.
@@ -283,92 +206,60 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       server.url = url;
       return url;
     },
-    /**
-     * Graceful stop: no new connections; requests in flight finish and settle (bounded by
-     * SHUTDOWN_DRAIN_MS, after which client connections are cut — the upstream calls still running then
-     * go on to their answer or their deadline and are settled; any hold still open after that is
-     * released before the store closes).
-     */
-    async close() {
-      clearInterval(sweeper);
-      clearInterval(heartbeat);
-      const drainEnds = now() + config.shutdownDrainMs;
-      const closed = app.close();
-      if (!(await settlesWithin(closed, config.shutdownDrainMs))) {
-        logger.warn({ inFlight: inFlight.size }, 'drain deadline passed: closing open connections');
-        app.server.closeAllConnections();
-      }
-      await closed;
-      // Handlers whose client left go on to settle their upstream call: wait for them too.
-      if (!(await settlesWithin(inFlight.idle(), Math.max(0, drainEnds - now())))) {
-        logger.warn(
-          { inFlight: inFlight.size },
-          'requests still unsettled at shutdown: waiting for their upstream calls',
-        );
-      }
-      // Closing the upstream pools waits for the calls still running (each ends by its deadline at the
-      // latest); those that got an answer then settle, billed from their holds, before the store closes.
-      await upstream.close?.();
-      if (!(await settlesWithin(inFlight.idle(), SETTLE_AFTER_UPSTREAM_MS))) {
-        logger.warn({ inFlight: inFlight.size }, 'requests still unsettled after their upstream calls ended');
-      }
-      await cluster.close();
-      // Whatever this process still holds now belongs to no call that can settle: it goes back to the
-      // balances here, instead of at the next start (SQLite) or another instance's sweep (PostgreSQL).
-      try {
-        const left = await store.releaseHolds({ kind: 'owned_by', owner: instanceId });
-        if (left > 0)
-          logger.warn({ released: left }, 'released the holds of calls left unsettled at shutdown');
-        if (shared) await store.forgetInstance(instanceId);
-      } catch (err) {
-        logger.error({ err }, "could not release this process's holds at shutdown: they are released later");
-      }
-      await tokenCounter.close();
-      if (!options.store) await store.close();
-      serverLock?.release();
-    },
+    close: () =>
+      shutdown({
+        app,
+        inFlight,
+        upstream,
+        cluster,
+        store,
+        instanceId,
+        shared,
+        timers: [sweeper, heartbeat],
+        closeLast: [
+          () => tokenCounter.close(),
+          async () => {
+            if (!options.store) await store.close();
+          },
+          () => serverLock?.release(),
+        ],
+        drainMs: config.shutdownDrainMs,
+        now,
+        logger,
+      }),
   };
   return server;
 }
 
-/** How long the calls whose upstream answered during shutdown get to settle. */
-const SETTLE_AFTER_UPSTREAM_MS = 5_000;
-
-/**
- * PostgreSQL: releases this instance's expired holds (but those in `keep`), the expired holds of instances
- * no longer alive, and every hold of instances silent for `timeoutMs` (then forgets those instances).
- * Returns how many holds were released.
- */
-async function releaseHoldsOfGoneInstances(
-  store: Store,
-  now: number,
-  timeoutMs: number,
-  self: string,
-  keep: readonly string[],
-): Promise<number> {
-  const staleBefore = now - timeoutMs;
-  // Expired holds of other live instances are theirs to sweep: one of them may still be serving the call.
-  const expired = await store.releaseHolds({
-    kind: 'expired',
-    now,
-    keep,
-    self,
-    ownersAliveSince: staleBefore,
+/** Opens the store of `DATABASE_URL`, logging its outages and cancelled statements once each. */
+function openServerStore(config: Config, logger: Logger): Promise<Store> {
+  return openStore(config.databaseUrl, {
+    ...storeOptionsFrom(config, {
+      // Logged once per outage, not per refused request.
+      onAvailabilityChange: (available, cause) => {
+        if (available) logger.warn('database reachable again: serving billable requests');
+        else
+          logger.error(
+            { reason: cause instanceof Error ? cause.message : String(cause) },
+            'database unreachable: billable requests get 503 until it answers again',
+          );
+      },
+      onStatementTimeout: (cause) =>
+        logger.warn(
+          { reason: cause instanceof Error ? cause.message : String(cause) },
+          'database statement cancelled by DATABASE_STATEMENT_TIMEOUT_MS: its request gets 503',
+        ),
+    }),
+    ...(config.sqliteCheckpoint === 'background'
+      ? {
+          sqliteBackgroundCheckpoint: {
+            onFailure: (err: unknown) =>
+              logger.error(
+                { reason: err instanceof Error ? err.message : String(err) },
+                'SQLite checkpoint thread stopped: commits checkpoint the WAL themselves again',
+              ),
+          },
+        }
+      : {}),
   });
-  const orphaned = await store.releaseHolds({ kind: 'of_stale_instances', staleBefore });
-  await store.forgetStaleInstances(staleBefore);
-  return expired + orphaned;
-}
-
-/** Whether `promise` settles within `ms` (it keeps running either way). */
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-  });
-  try {
-    return await Promise.race([promise.then(() => true as const), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
 }

@@ -10,8 +10,8 @@ const MAX_OUTCOMES = 1000;
 
 /**
  * The outcomes of one provider's recent calls, oldest first, in a fixed ring (no allocation per call;
- * an array with a shift per call cost ~15,000 instructions per request once it held 1,000 outcomes), with
- * the failures among them counted as they come and go.
+ * an array with a shift per call grows costly once it holds many outcomes), with the failures among them
+ * counted as they come and go.
  */
 export class OutcomeWindow {
   private readonly at: Float64Array;

@@ -13,7 +13,7 @@ export interface ProviderStatus {
 
 /**
  * The providers as configured, and which of them are active right now: credentials configured, not
- * disabled, circuit not open (DESIGN.md "Routing").
+ * disabled, circuit not open (docs/api.md, "Routing").
  */
 export class ProviderRegistry {
   private readonly byModelName = new Map<string, ProviderName>();

@@ -3,7 +3,7 @@ import { isProviderName, type ProviderConfig, type ProviderName } from '../provi
 import type { ProviderRegistry } from './registry.js';
 import type { RotationCounter } from './rotation.js';
 
-/** Most providers one auto-routed request may try: the first and at most 2 more (DESIGN.md "Routing"). */
+/** Most providers one auto-routed request may try: the first and at most 2 more (docs/api.md, "Routing"). */
 export const MAX_AUTO_ATTEMPTS = 3;
 
 export interface RouteRequest {
@@ -19,7 +19,7 @@ export interface Route {
 }
 
 /**
- * model/provider → ordered candidate list (DESIGN.md "Routing"):
+ * model/provider → ordered candidate list (docs/api.md, "Routing"):
  * - `provider` set → that provider; a `model` beside it must be "auto", the provider's name or its model.
  * - provider name in `model` → that provider; model name in `model` → the provider serving it.
  * - `model` absent or "auto" → round-robin over the active auto providers, the next ones as failover.

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from '../../src/store/index.js';
-import { sqlitePathOf } from '../../src/store/open-sqlite.js';
+import { sqlitePathOf } from '../../src/store/sqlite/open.js';
 import { runCli } from '../helpers/cli.js';
 import { type Harness, hello, startHarness } from '../helpers/harness.js';
 

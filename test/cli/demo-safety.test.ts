@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
 import { exitWithin, linkBin, runIn, shellIn, startIn } from './cli-process.js';
 
@@ -46,7 +45,7 @@ async function realDatabase(file: string, extraEmails: string[] = []): Promise<s
 async function emailsIn(file: string): Promise<string[]> {
   const store = await openStore(`sqlite:${file}`);
   try {
-    const accounts = await dashboardStoreFor(store).listAccounts({ limit: 100 });
+    const accounts = await store.dashboard().listAccounts({ limit: 100 });
     return accounts.map((a) => a.email).sort();
   } finally {
     await store.close();
@@ -128,7 +127,7 @@ describe('bin/tollgate demo never touches a database it did not create', () => {
       expect(password).toBeDefined();
       expect(existsSync(join(cwd, 'data', 'tollgate.db'))).toBe(false);
       const check = await openStore(`sqlite:${join(cwd, 'data', 'demo.db')}`);
-      const login = await dashboardStoreFor(check).findLogin('demo@tollgate.local');
+      const login = await check.dashboard().findLogin('demo@tollgate.local');
       await check.close();
       expect(await verifyPassword(login?.passwordHash ?? '', password ?? '')).toBe(true);
 

@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { passwordProblem, verifyPassword } from '../../src/auth/passwords.js';
 import { HiddenLineReader, promptNewPassword } from '../../src/cli/password-prompt.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
 import { BIN, runCli } from '../helpers/cli.js';
 
@@ -148,7 +147,7 @@ describe('accounts create --password-stdin', () => {
         child.kill('SIGKILL');
       }
       const store = await openStore(env.DATABASE_URL);
-      const login = await dashboardStoreFor(store).findLogin('tty@example.test');
+      const login = await store.dashboard().findLogin('tty@example.test');
       await store.close();
       expect(await verifyPassword(login?.passwordHash ?? '', GOOD)).toBe(true);
     },

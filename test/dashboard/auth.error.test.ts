@@ -1,7 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACCOUNT_FAILURES, IP_FAILURES } from '../../src/auth/login-throttle.js';
 import { inviteCodeHash } from '../../src/dashboard/auth-routes.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
 import {
   codeOf,
   createUser,
@@ -192,7 +191,7 @@ describe('sign-up modes', () => {
       ).toBe('invalid_invite');
 
       const expiredCode = 'tg_inv_expired_code_for_this_test';
-      await dashboardStoreFor(invite.server.store).createInvite({
+      await invite.server.store.dashboard().createInvite({
         codeHash: inviteCodeHash(expiredCode),
         createdBy: admin.id,
         email: null,

@@ -120,9 +120,8 @@ describe('dashboard sessions', () => {
     await c.login(u.email);
     const token = c.cookie?.split('=')[1] ?? '';
     expect(token.length).toBeGreaterThan(40);
-    const { dashboardStoreFor } = await import('../../src/store/dashboard-store.js');
     const { sessionIdOf } = await import('../../src/auth/sessions.js');
-    const store = dashboardStoreFor(h.server.store);
+    const store = h.server.store.dashboard();
     expect(await store.findSession(token)).toBeUndefined();
     expect((await store.findSession(sessionIdOf(token)))?.accountId).toBe(u.id);
   });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
+import type { DashboardStore } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
 import { runCli } from '../helpers/cli.js';
 
@@ -18,10 +18,10 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function withDashboardStore<T>(fn: (store: ReturnType<typeof dashboardStoreFor>) => Promise<T>) {
+async function withDashboardStore<T>(fn: (store: DashboardStore) => Promise<T>) {
   const store = await openStore(env.DATABASE_URL as string);
   try {
-    return await fn(dashboardStoreFor(store));
+    return await fn(store.dashboard());
   } finally {
     await store.close();
   }

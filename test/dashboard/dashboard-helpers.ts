@@ -153,7 +153,7 @@ export async function startDashboardHarness(options: DashboardHarnessOptions = {
   };
 }
 
-/** The error code of a response in the spec's error shape (fails the test when it is not that shape). */
+/** The error code of a response in the documented error shape (fails the test when it is not that shape). */
 export function codeOf(res: Response): string {
   const error = res.body.error as { message?: unknown; type?: unknown; code?: unknown } | undefined;
   if (!error || typeof error.message !== 'string' || typeof error.type !== 'string') {

@@ -3,7 +3,6 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { sessionIdOf } from '../../src/auth/sessions.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
 import {
   codeOf,
   createUser,
@@ -266,7 +265,7 @@ describe('dashboard security', () => {
   });
 
   it('no response or log line contains a password, a hash, a session token or a key after its creation', async () => {
-    const dash = dashboardStoreFor(h.server.store);
+    const dash = h.server.store.dashboard();
     const secrets: string[] = [PASSWORD, 'not the password at all'];
     for (const p of [alice, bob]) {
       secrets.push(p.key, p.key.slice(7), hashApiKey(p.key));

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { csrfTokenOf, SessionManager, sessionIdOf } from '../../src/auth/sessions.js';
-import { type DashboardStore, dashboardStoreFor } from '../../src/store/dashboard-store.js';
+import type { DashboardStore } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';
@@ -26,7 +26,7 @@ beforeEach(async () => {
     now: () => now,
   });
   await store.migrate();
-  dash = dashboardStoreFor(store, () => now);
+  dash = store.dashboard(() => now);
   sessions = new SessionManager(dash, { idleTimeoutMs: 30 * MINUTE, maxAgeMs: 120 * MINUTE }, () => now);
   const created = await store.createAccount({ email: 'a@example.test', role: 'user', passwordHash: null });
   if (!created.ok) throw new Error('account');

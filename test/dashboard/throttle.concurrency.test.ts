@@ -5,7 +5,6 @@ import { ACCOUNT_FAILURES, IP_FAILURES, WINDOW_MS } from '../../src/auth/login-t
 import { type Config, loadConfig } from '../../src/config/index.js';
 import { inviteCodeHash } from '../../src/dashboard/auth-routes.js';
 import { createServer, type Server } from '../../src/http/server.js';
-import { dashboardStoreFor } from '../../src/store/dashboard-store.js';
 import { startTestBackends, type TestBackends } from '../helpers/harness.js';
 import { TEST_REDIS_URL, TEST_USES_REDIS } from '../helpers/test-database.js';
 import {
@@ -345,7 +344,7 @@ describe('sign-up with SIGNUP=invite tells nothing about emails without a usable
   async function invite(options: { email?: string; expiresAt?: number } = {}): Promise<string> {
     const admin = await createUser(h, { role: 'admin' });
     const code = `tg_inv_test${Math.random().toString(36).slice(2)}`;
-    await dashboardStoreFor(h.server.store).createInvite({
+    await h.server.store.dashboard().createInvite({
       codeHash: inviteCodeHash(code),
       createdBy: admin.id,
       email: options.email ?? null,

@@ -5,7 +5,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DashboardStore } from '../../src/store/dashboard-store.js';
-import { KyselyStore } from '../../src/store/kysely-store.js';
+import { migrateDatabase } from '../../src/store/migrations.js';
 import type { Database } from '../../src/store/schema.js';
 
 /**
@@ -26,7 +26,7 @@ beforeAll(async () => {
       if (event.level === 'query') queries.push(event.query);
     },
   });
-  await new KyselyStore(db, 'sqlite').migrate();
+  await migrateDatabase(db);
 });
 afterAll(async () => {
   await db.destroy();

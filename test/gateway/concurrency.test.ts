@@ -5,7 +5,7 @@ import {
   promptSize,
   promptTokenBound,
 } from '../../src/billing/estimate.js';
-import { formatNano } from '../../src/billing/money.js';
+import { formatNano } from '../../src/money/money.js';
 import { type Harness, startHarness } from '../helpers/harness.js';
 
 let h: Harness;

@@ -4,7 +4,7 @@ import SQLite from 'better-sqlite3';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { redactUrlPassword } from '../../src/redact-url.js';
-import { postgresTypes } from '../../src/store/open-postgres.js';
+import { postgresTypes } from '../../src/store/postgres/open.js';
 
 export type TestDialect = 'sqlite' | 'postgres';
 

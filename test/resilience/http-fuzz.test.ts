@@ -7,7 +7,7 @@ import { type Harness, startHarness } from '../helpers/harness.js';
  * A seeded, bounded fuzz of the whole HTTP surface — `/api/v1/*`, `/dashboard/api/*`, the static routes,
  * health and metrics — with random methods, paths (percent-encodings good and bad, query strings),
  * headers and bodies (random JSON, mutated chat requests, deep nesting, text). Whatever arrives: never a
- * 500, every error answer in the spec's `{error:{message,type,code}}` shape, and the ledger clean after.
+ * 500, every error answer in the documented `{error:{message,type,code}}` shape, and the ledger clean after.
  */
 
 const SEED = 37_2026;

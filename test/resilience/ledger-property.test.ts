@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { promptSize } from '../../src/billing/estimate.js';
-import { formatNano } from '../../src/billing/money.js';
+import { formatNano } from '../../src/money/money.js';
 import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
 import type { ProviderName } from '../../src/providers/types.js';
 import type { SimFault } from '../../src/simulator/types.js';
@@ -405,8 +405,8 @@ async function checkInvariants(accountIds: readonly string[], outcomes: readonly
       charged,
     );
     // A shortfall (the upstream reported more than the hold covered and the balance could not pay the
-    // rest, DESIGN.md "Holds") is allowed, but then the account must have been emptied by this charge's
-    // transaction and the usage row must record full cost = charged + shortfall.
+    // rest, docs/operations.md "Crash safety") is allowed, but then the account must have been emptied by
+    // this charge's transaction and the usage row must record full cost = charged + shortfall.
     if ((u?.shortfall_nano ?? 0) > 0) {
       shortfalls++;
       expect((u?.input_cost_nano ?? 0) + (u?.output_cost_nano ?? 0)).toBe(charged + (u?.shortfall_nano ?? 0));

@@ -311,9 +311,10 @@ function expectClosedWithin(report: AttackReport, timeoutMs: number): void {
 
 /**
  * Of the slow connections, `held` were kept until the timeout (the others were closed well before it) and
- * got `heldAnswers`; the others (if `refusedAnswers` is given) got `refusedAnswers`. Every answer has the spec's error body. A connection
- * the server closed while the client was still sending may be reset before the client reads the last
- * answer (its statuses then lack it); that may happen to a few, not to most.
+ * got `heldAnswers`; the others (if `refusedAnswers` is given) got `refusedAnswers`. Every answer has the
+ * documented error body. A connection the server closed while the client was still sending may be reset
+ * before the client reads the last answer (its statuses then lack it); that may happen to a few, not to
+ * most.
  */
 function expectOutcomes(
   report: AttackReport,

@@ -4,8 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/auth/keys.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
-import { openStore } from '../../src/store/index.js';
-import type { KyselyStore } from '../../src/store/kysely-store.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/store.js';
 import { waitForExit } from '../helpers/cli.js';
 import { createPostgresSchema } from '../helpers/test-database.js';
 import { chatBody, killHard, type RunningServer, startServer } from '../resilience/process-helpers.js';
@@ -13,9 +12,10 @@ import { assertBuilt, logLines, providerEnv, sleep } from './scale-helpers.js';
 
 /**
  * Two `bin/tollgate serve` processes on one PostgreSQL database. The holds of an instance that dies are
- * released once it has been silent for INSTANCE_TIMEOUT_MS (DESIGN.md "Holds": a server releases the holds
- * whose owner is gone), not only at their expiry minutes later; those of a live instance are kept however
- * long its calls run; an instance stopped with SIGTERM settles the calls whose clients its drain cut, then forgets itself.
+ * released once it has been silent for INSTANCE_TIMEOUT_MS (docs/operations.md, "Crash safety": a server
+ * releases the holds whose owner is gone), not only at their expiry minutes later; those of a live
+ * instance are kept however long its calls run; an instance stopped with SIGTERM settles the calls whose
+ * clients its drain cut, then forgets itself.
  */
 
 const TIMEOUT_MS = 1_200;
@@ -26,7 +26,7 @@ const UPSTREAM_MS = 8_000;
 
 let sim: Simulator;
 let schema: Awaited<ReturnType<typeof createPostgresSchema>>;
-let store: KyselyStore;
+let store: PostgresStore;
 let dir: string;
 let env: Record<string, string>;
 let key: string;
@@ -50,7 +50,7 @@ beforeAll(async () => {
     SHUTDOWN_DRAIN_MS: '300',
     ...providerEnv(sim),
   };
-  store = (await openStore(schema.url)) as KyselyStore;
+  store = openPostgresStore(schema.url);
   await store.migrate();
   const created = await store.createAccount({ email: 'gone@example.test', role: 'user', passwordHash: null });
   if (!created.ok) throw new Error('account');

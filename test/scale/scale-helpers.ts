@@ -16,7 +16,7 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { CATALOG, envNameOf } from '../../src/providers/catalog.js';
 import type { Simulator } from '../../src/simulator/index.js';
-import { postgresTypes } from '../../src/store/open-postgres.js';
+import { postgresTypes } from '../../src/store/postgres/open.js';
 import { waitForExit } from '../helpers/cli.js';
 import { slugOf } from '../helpers/harness.js';
 

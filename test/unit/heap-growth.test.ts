@@ -10,11 +10,11 @@ import {
   MAX_MARK_COMPACT_SHARE,
   operatorSetGrowth,
   SHARE_WINDOW,
-} from '../../src/cli/heap-growth.js';
+} from '../../src/runtime/heap-growth.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const TUNING = join(ROOT, 'dist', 'cli', 'v8-tuning.js');
-const GROWTH = join(ROOT, 'dist', 'cli', 'heap-growth.js');
+const TUNING = join(ROOT, 'dist', 'runtime', 'v8-tuning.js');
+const GROWTH = join(ROOT, 'dist', 'runtime', 'heap-growth.js');
 
 function policy(): {
   policy: HeapGrowthPolicy;
@@ -66,7 +66,7 @@ function factors(mode: 'v8' | 'fixed' | 'governed'): { factors: number[]; modes:
   return { factors: found.map((m) => Number(m[1])), modes: JSON.parse(child.stderr).modes };
 }
 
-describe('heap growth governor (src/cli/heap-growth.ts)', () => {
+describe('heap growth governor (src/runtime/heap-growth.ts)', () => {
   it('fixes the factor while mark-compacts take a small share of the time, and hands it to V8 for a while when not', () => {
     const { policy: p, applied, timers } = policy();
     expect(applied).toEqual(['fixed']);

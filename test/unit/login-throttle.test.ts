@@ -7,9 +7,9 @@ import {
   IP_SIGNUPS,
   LoginThrottle,
   type LoginVerdict,
+  type SharedAttemptStore,
   WINDOW_MS,
 } from '../../src/auth/login-throttle.js';
-import type { SharedAttemptStore } from '../../src/cluster/shared-attempts.js';
 
 /**
  * Redis's windows as the instances see them, in memory: each call is atomic (as a script is in Redis)

@@ -7,7 +7,7 @@ import {
   nanoToUsd,
   parseUsdToNano,
   tokenCost,
-} from '../../src/billing/money.js';
+} from '../../src/money/money.js';
 
 describe('money', () => {
   it('parses dollar amounts exactly into nanodollars', () => {

@@ -13,7 +13,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
  */
 function literalSlotStates(hold: boolean): string[] {
   const script = `
-    ${hold ? "const { holdTickRecordShape } = await import('./src/cli/tick-shape.ts'); if (!holdTickRecordShape()) throw new Error('no record held');" : ''}
+    ${hold ? "const { holdTickRecordShape } = await import('./src/runtime/tick-shape.ts'); if (!holdTickRecordShape()) throw new Error('no record held');" : ''}
     const pause = () => new Promise((r) => setTimeout(r, 20));
     for (let i = 0; i < 2000; i++) process.nextTick(() => {});
     await pause();
@@ -45,7 +45,7 @@ function literalSlotStates(hold: boolean): string[] {
 /** The Node line the project is built and measured on (CI's); the loss below is checked there. */
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 
-describe('the nextTick record shape held at start (src/cli/tick-shape.ts)', () => {
+describe('the nextTick record shape held at start (src/runtime/tick-shape.ts)', () => {
   it.runIf(NODE_MAJOR === 20)(
     'on Node 20, without it, a full collection with no record alive leaves the record literal megamorphic',
     () => {

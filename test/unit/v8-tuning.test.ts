@@ -2,10 +2,10 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { flagsToSet, tuneV8, V8_FLAGS } from '../../src/cli/v8-tuning.js';
+import { flagsToSet, tuneV8, V8_FLAGS } from '../../src/runtime/v8-tuning.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const TUNING = join(ROOT, 'dist', 'cli', 'v8-tuning.js');
+const TUNING = join(ROOT, 'dist', 'runtime', 'v8-tuning.js');
 
 /**
  * A child node process that first tunes V8 as bin/tollgate does (or not), then makes one allocation site
@@ -31,7 +31,7 @@ function oldSpaceGrowthMb(tuned: boolean): number {
   return Number(mb);
 }
 
-describe('V8 tuning of a Tollgate process (src/cli/v8-tuning.ts)', () => {
+describe('V8 tuning of a Tollgate process (src/runtime/v8-tuning.ts)', () => {
   it('turns allocation-site pretenuring off and fixes the growing factor, unless node was given either flag', () => {
     expect(V8_FLAGS).toEqual(['--no-allocation-site-pretenuring', '--heap-growing-percent=30']);
     expect(flagsToSet([])).toEqual(V8_FLAGS);

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { hashPassword, passwordProblem } from '../../auth/passwords.js';
-import { dashboardStoreFor } from '../../store/dashboard-store.js';
 import { CliError, usageError } from '../cli-error.js';
 import { accountByEmail, normalizeEmail, withStore } from '../context.js';
 import type { Output } from '../output.js';
@@ -89,7 +88,7 @@ export async function accountsPassword(
   const hash = password.hash;
   await withStore(async (store) => {
     const account = await accountByEmail(store, email);
-    await dashboardStoreFor(store).changePassword({
+    await store.dashboard().changePassword({
       accountId: account.id,
       passwordHash: hash,
       session: undefined,

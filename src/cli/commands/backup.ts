@@ -1,5 +1,5 @@
 import { loadConfig } from '../../config/index.js';
-import { BackupError, backupSqlite } from '../../store/sqlite-backup.js';
+import { BackupError, backupSqlite } from '../../store/sqlite/backup.js';
 import { CliError, usageError } from '../cli-error.js';
 import type { Output } from '../output.js';
 

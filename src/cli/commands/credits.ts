@@ -1,4 +1,4 @@
-import { formatNano, nanoToUsd, parseUsdToNano } from '../../billing/money.js';
+import { formatNano, nanoToUsd, parseUsdToNano } from '../../money/money.js';
 import { usageError } from '../cli-error.js';
 import { accountByEmail, withStore } from '../context.js';
 import type { Output } from '../output.js';

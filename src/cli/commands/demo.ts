@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../auth/keys.js';
 import { hashPassword } from '../../auth/passwords.js';
-import { formatNano, parseUsdToNano } from '../../billing/money.js';
 import { type Config, loadConfig } from '../../config/index.js';
 import { createServer, type Server } from '../../http/server.js';
+import { formatNano, parseUsdToNano } from '../../money/money.js';
 import { CATALOG, envNameOf } from '../../providers/catalog.js';
 import { redactUrlPassword } from '../../redact-url.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
@@ -49,7 +49,7 @@ function shellWord(word: string): string {
  * the demo did not create is refused (`checkDemoDatabase`).
  */
 export async function demo(
-  args: { latencyMs: number; database: string | undefined },
+  args: { latencyMs: number; database: string | undefined; stream?: boolean },
   out: Output,
 ): Promise<void> {
   const databaseUrl = args.database?.trim() || DEMO_DATABASE_URL;
@@ -66,12 +66,18 @@ export async function demo(
   if (process.env.REDIS_URL?.trim()) out.info('The demo does not use REDIS_URL: it runs without Redis.');
   await checkDemoDatabase(databaseUrl, DEMO_EMAIL);
 
-  const simulator = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: args.latencyMs });
+  const simulator = await startSimulator({
+    host: '127.0.0.1',
+    port: 0,
+    latencyMs: args.latencyMs,
+    // Streamed demo answers arrive at a pace a person can watch.
+    ...(args.stream === true ? { streamChunksPerSecond: 20 } : {}),
+  });
   const closeSimulator = () => simulator.close().catch(() => undefined);
   let server: Server;
   let url: string;
   try {
-    const config = demoConfig(simulator, databaseUrl);
+    const config = demoConfig(simulator, databaseUrl, args.stream === true);
     server = await createServer(config);
     url = await listenOrClose(server, config);
   } catch (err) {
@@ -91,8 +97,9 @@ export async function demo(
 }
 
 /** The gateway's configuration: every provider at the simulator, the demo's database, no Redis. */
-function demoConfig(simulator: Simulator, databaseUrl: string): Config {
+function demoConfig(simulator: Simulator, databaseUrl: string, stream: boolean): Config {
   const overrides: Record<string, string> = { DATABASE_URL: databaseUrl, REDIS_URL: '' };
+  if (stream) overrides.STREAMING = 'on';
   for (const entry of CATALOG) {
     const name = envNameOf(entry.name);
     overrides[`PROV_${name}_BASE_URL`] = simulator.baseUrl(

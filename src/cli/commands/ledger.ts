@@ -1,4 +1,4 @@
-import { formatNano } from '../../billing/money.js';
+import { formatNano } from '../../money/money.js';
 import type { LedgerProblem, LedgerReport } from '../../store/types.js';
 import { withStore } from '../context.js';
 import type { Output } from '../output.js';

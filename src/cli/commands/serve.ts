@@ -1,9 +1,9 @@
 import type { Config } from '../../config/index.js';
 import { createServer, NO_AUTO_PROVIDER, type Server } from '../../http/server.js';
+import { DYNAMIC_FOR_MS, governHeapGrowth, MAX_MARK_COMPACT_SHARE } from '../../runtime/heap-growth.js';
+import { FIXED_GROWING_PERCENT } from '../../runtime/v8-tuning.js';
 import { CliError } from '../cli-error.js';
-import { DYNAMIC_FOR_MS, governHeapGrowth, MAX_MARK_COMPACT_SHARE } from '../heap-growth.js';
 import type { Output } from '../output.js';
-import { FIXED_GROWING_PERCENT } from '../v8-tuning.js';
 
 /**
  * Stops the server on SIGTERM/SIGINT: stop accepting, finish and settle in-flight requests, close the

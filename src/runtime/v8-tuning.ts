@@ -6,15 +6,16 @@ export const FIXED_GROWING_PERCENT = 30;
 
 /**
  * V8 flags a Tollgate process sets on itself before any of its other modules is loaded (bin/tollgate and
- * `npm run dev` call {@link tuneV8} first).
+ * `npm run dev` call {@link tuneV8} first, which is why `src/runtime/` imports nothing of the project). For
+ * operators, each flag is documented once: docs/operations.md, "Memory and Node's flags".
  *
  * `--no-allocation-site-pretenuring`: under load V8 marks some allocation sites that every request goes
  * through (the state object of Node's request stream, small object literals) as long-lived, and from then
  * on allocates their objects straight in the old generation. They die with their request, ~10 ms later,
  * but old-generation garbage is only reclaimed by the next mark-compact, so the heap grows between those
- * by several times what the young-generation collections promote. Measured with `--trace-gc` at c50: the
- * heap after each scavenge grew by 0.156 MB with the default and 0.048–0.051 MB without pretenuring; the
- * committed heap peaked at 84–90 against 66 MB (docs/performance.md "Seventh round").
+ * by several times what the young-generation collections promote. Without pretenuring they stay young and
+ * die in the next scavenge: the heap grows more slowly under load and peaks lower (docs/performance.md,
+ * "Memory: V8 flags set by `bin/tollgate`").
  *
  * `--heap-growing-percent=30`: the old generation's growing factor fixed at 1.3 from the start, so that
  * the mark-compacts of start-up do not let the heap grow to four times its live size before the first one

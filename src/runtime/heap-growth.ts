@@ -5,11 +5,11 @@
  * V8 picks that factor itself at every mark-compact, from 1.1 up to 4, from the collector's speed against
  * the program's rate of allocation at that moment. A server's start-up and every burst of load allocate
  * fast, so a mark-compact that falls there lets the heap grow to up to four times its live size, and
- * resident memory rises by tens of MB for the next minutes and falls again (docs/performance.md,
- * "Eighth round" and "Twelfth round"). With small calls the factor V8 settles on under steady load is 1.1,
- * so fixing it near that costs nothing; with large prompts, whose text the calls in flight hold long
- * enough for it to be promoted to the old generation, a low factor means a mark-compact every few
- * megabytes (+56% CPU per call with 100 KiB conversations when fixed at 1.3).
+ * resident memory rises for the next minutes and falls again. With small calls the factor V8 settles on
+ * under steady load is its minimum, 1.1, so fixing it near that costs nothing; with large prompts, whose
+ * text the calls in flight hold long enough for it to be promoted to the old generation, a low factor
+ * means a mark-compact every few megabytes, and the CPU per call rises markedly (docs/performance.md,
+ * "Memory: V8 flags set by `bin/tollgate`").
  *
  * So the factor is fixed at 1.3 (`--heap-growing-percent=30`, V8's own conservative factor; V8 reads the
  * flag each time it sets a limit; bin/tollgate sets it at start, ./v8-tuning.ts) as long as mark-compacts
@@ -35,10 +35,9 @@ export type HeapGrowthMode = 'fixed' | 'dynamic';
 /**
  * The decision alone, fed with each mark-compact's start (ms) and pause; testable without V8.
  *
- * Measured on the benchmark's machine (docs/performance.md "Twelfth round"): with small calls a
- * mark-compact came every 10–30 s under steady load (~0.1% of the time) and every 1–2 s in the burst a
- * load starts with (~1.5%), each pausing 10–45 ms; with 100 KiB prompts and the fixed factor one came
- * every ~0.2 s (~6%), with V8's own factor every ~2 s.
+ * With small calls, mark-compacts stay well under that share, under steady load and in the burst a load
+ * starts with; with large prompts and the fixed factor they come far more often and pass it, and with
+ * V8's own factor they come an order of magnitude less often.
  */
 export class HeapGrowthPolicy {
   mode: HeapGrowthMode = 'fixed';

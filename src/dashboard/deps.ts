@@ -1,0 +1,50 @@
+import type { FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/authenticate.js';
+import type { LoginThrottle } from '../auth/login-throttle.js';
+import type { ActiveSession, SessionManager } from '../auth/sessions.js';
+import type { Billing } from '../billing/billing.js';
+import type { Config } from '../config/index.js';
+import type { ProviderStatus } from '../routing/registry.js';
+import type { DashboardStore } from '../store/dashboard-store.js';
+import type { Store } from '../store/types.js';
+
+/*
+ * What the dashboard's route groups share: their dependencies, the request fields the plugin's gate
+ * (`plugin.ts`) fills in, and the access level of each route. The route groups import this file, the plugin
+ * imports them, so no route group imports the plugin.
+ */
+
+/** Who may call a dashboard route: anyone, a logged-in account, or a logged-in admin. */
+export type DashboardAccess = 'public' | 'user' | 'admin';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Dashboard routes: who may call it (default `user`). */
+    access?: DashboardAccess;
+  }
+  interface FastifyRequest {
+    /** The dashboard session of the request's cookie, when it names a live one. */
+    dashboardSession: ActiveSession | undefined;
+    /** The raw session token of that cookie (to end or rotate the session). */
+    dashboardToken: string | undefined;
+  }
+}
+
+export interface DashboardDeps {
+  config: Config;
+  store: Store;
+  dashboardStore: DashboardStore;
+  sessions: SessionManager;
+  throttle: LoginThrottle;
+  billing: Billing;
+  authenticator: Authenticator;
+  /** Every provider's configuration and state right now. */
+  providers: () => ProviderStatus[];
+  now: () => number;
+}
+
+/** The session of a request that passed the `user` or `admin` gate. */
+export function sessionOf(request: FastifyRequest): ActiveSession {
+  if (!request.dashboardSession) throw new Error('dashboard route reached without a session');
+  return request.dashboardSession;
+}
