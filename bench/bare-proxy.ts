@@ -4,12 +4,17 @@
  * parsing, no auth, no accounting — only the two HTTP hops. Bodies are buffered both ways, as a gateway
  * that reads the request and the answer must do.
  *
- * `node dist/bench/bare-proxy.js --upstream http://127.0.0.1:PORT [--connections 64]` prints one JSON line
- * `{"url": …}` once listening; closes on SIGTERM/SIGINT.
+ * With `--stream` (for `npm run bench:stream`) the answer is not buffered: undici writes each chunk of the
+ * upstream's body to the client as it arrives (server-sent events pass through unparsed, at the client's
+ * pace), the floor of a streaming gateway.
+ *
+ * `node dist/bench/bare-proxy.js --upstream http://127.0.0.1:PORT [--connections 64] [--stream]` prints one
+ * JSON line `{"url": …}` once listening; closes on SIGTERM/SIGINT.
  *
  * @see https://undici.nodejs.org/#/docs/api/Pool
+ * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherstreamoptions-factory-callback
  */
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';
 
@@ -24,6 +29,7 @@ function option(name: string, fallback?: string): string {
 }
 
 const upstream = new URL(option('--upstream'));
+const streaming = process.argv.includes('--stream');
 const pool = new Pool(upstream.origin, {
   connections: Number(option('--connections', '64')),
   pipelining: 1,
@@ -42,18 +48,42 @@ function forwardable(headers: IncomingHttpHeaders): Record<string, string> {
   return out;
 }
 
+/** A 502 with the error, or — once a streamed answer has begun — the connection cut, as the client's sign. */
+function failed(res: ServerResponse, err: unknown): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  res.writeHead(502, { 'content-type': 'application/json' });
+  res.end(JSON.stringify({ error: { message: `bare-proxy: ${message}` } }));
+}
+
 const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+    const options = {
+      method: (req.method ?? 'GET') as 'POST',
+      path: req.url ?? '/',
+      headers: forwardable(req.headers),
+      body: body.length > 0 ? body : null,
+    };
+    if (streaming) {
+      // undici writes each body chunk into the response it is given and ends it; write()'s backpressure
+      // pauses the upstream connection, so a slow client holds the upstream back instead of filling memory.
+      pool
+        .stream(options, ({ statusCode, headers }) => {
+          const type = headers['content-type'];
+          res.writeHead(statusCode, typeof type === 'string' ? { 'content-type': type } : {});
+          return res;
+        })
+        .catch((err: unknown) => failed(res, err));
+      return;
+    }
     pool
-      .request({
-        method: (req.method ?? 'GET') as 'POST',
-        path: req.url ?? '/',
-        headers: forwardable(req.headers),
-        body: body.length > 0 ? body : null,
-      })
+      .request(options)
       .then(async (answer) => {
         const payload = Buffer.from(await answer.body.arrayBuffer());
         const headers: Record<string, string> = { 'content-length': String(payload.length) };
@@ -62,11 +92,7 @@ const server = createServer((req, res) => {
         res.writeHead(answer.statusCode, headers);
         res.end(payload);
       })
-      .catch((err: unknown) => {
-        const message = err instanceof Error ? err.message : String(err);
-        if (!res.headersSent) res.writeHead(502, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ error: { message: `bare-proxy: ${message}` } }));
-      });
+      .catch((err: unknown) => failed(res, err));
   });
 });
 server.keepAliveTimeout = 60_000;

@@ -1,5 +1,5 @@
-import { nanoToUsd } from '../billing/money.js';
 import type { ChatCompletion } from '../gateway/types.js';
+import { nanoToUsd } from '../money/money.js';
 import type { ChoiceResult } from '../providers/types.js';
 
 interface WireToolCall {
@@ -69,7 +69,8 @@ function wireChoice(choice: ChoiceResult, index: number, c: ChatCompletion): Wir
   return out;
 }
 
-export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
+/** The `usage` and `meta` objects of a billed call (the body's, and a stream's final chunk's). */
+export function billOf(c: ChatCompletion): Pick<ChatCompletionBody, 'usage' | 'meta'> {
   const input = nanoToUsd(c.inputCostNano);
   const output = nanoToUsd(c.outputCostNano);
   // docs/api.md: total is exactly input + output as JavaScript numbers.
@@ -86,11 +87,6 @@ export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
     usage.completion_tokens_details = { reasoning_tokens: c.reasoningTokens };
   }
   return {
-    id: c.id,
-    object: 'chat.completion',
-    created: c.created,
-    model: c.model,
-    choices: c.choices.map((choice, index) => wireChoice(choice, index, c)),
     usage,
     meta: {
       provider: c.provider,
@@ -98,5 +94,18 @@ export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
       balance: nanoToUsd(c.balanceNano),
       duration_ms: c.durationMs,
     },
+  };
+}
+
+export function chatCompletionBody(c: ChatCompletion): ChatCompletionBody {
+  const { usage, meta } = billOf(c);
+  return {
+    id: c.id,
+    object: 'chat.completion',
+    created: c.created,
+    model: c.model,
+    choices: c.choices.map((choice, index) => wireChoice(choice, index, c)),
+    usage,
+    meta,
   };
 }

@@ -1,6 +1,6 @@
 import type { AccountSummary } from '../billing/billing.js';
-import { nanoToUsd } from '../billing/money.js';
 import type { Config } from '../config/index.js';
+import { nanoToUsd } from '../money/money.js';
 import type { ApiKeyInfo } from '../store/types.js';
 
 /** `GET /api/v1/key`: what a client may know about its own key and balance (amounts in USD). */

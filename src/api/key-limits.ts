@@ -15,9 +15,9 @@ export interface SharedRateLimit {
 const MAX_BUCKETS = 10_000;
 
 /**
- * Per-key limits (DESIGN.md: off until configured): requests per minute as a token bucket that holds
- * `rpm` tokens and refills at rpm/60 per second, and requests in flight at once. Refusals are 429
- * `rate_limit_exceeded` with the seconds until the next request would be admitted.
+ * Per-key limits (off until configured, docs/configuration.md): requests per minute as a token bucket
+ * that holds `rpm` tokens and refills at rpm/60 per second, and requests in flight at once. Refusals are
+ * 429 `rate_limit_exceeded` with the seconds until the next request would be admitted.
  */
 export class KeyLimiter {
   private readonly buckets = new Map<string, Bucket>();

@@ -1,4 +1,4 @@
-import { nanoToUsd } from '../billing/money.js';
+import { nanoToUsd } from '../money/money.js';
 import type { ProviderStatus } from '../routing/registry.js';
 
 /** One entry of `GET /api/v1/models`: OpenAI's model object plus Tollgate's `tollgate` extension. */
@@ -38,6 +38,10 @@ export function modelBody(status: ProviderStatus): ModelBody {
 }
 
 /** OpenAI's list envelope (`openai.models.list()`). */
-export function modelListBody(statuses: readonly ProviderStatus[]): { object: 'list'; data: ModelBody[] } {
-  return { object: 'list', data: statuses.map(modelBody) };
+/** The model list; `streaming` says whether `stream: true` is served here (STREAMING=on). */
+export function modelListBody(
+  statuses: readonly ProviderStatus[],
+  streaming: boolean,
+): { object: 'list'; data: ModelBody[]; streaming: boolean } {
+  return { object: 'list', data: statuses.map(modelBody), streaming };
 }

@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { ChatMessage, ContentPart, ImageSource, ToolCall } from '../providers/types.js';
 
-/** The spec's message for every `invalid_messages` error; details follow it after a colon. */
+/** The message of every `invalid_messages` error (docs/errors.md); details follow it after a colon. */
 export const MESSAGES_REQUIRED = 'Messages array is required';
 
 type Json = Record<string, unknown>;
@@ -12,7 +12,7 @@ const DATA_URL = /^data:([a-z0-9.+-]+\/[a-z0-9.+-]+)(?:;[a-z0-9-]+=[^;,]*)*;base
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
 /**
- * A message that is not of its role's shape gets the spec's message as it is (the parameter says where);
+ * A message that is not of its role's shape gets that message as it is (the parameter says where);
  * a tool result without its call, or an undecodable media URL, gets a sentence more.
  */
 function invalid(param: string, detail?: string): GatewayError {

@@ -105,7 +105,8 @@ export function buildOpenApi(limits: RequestLimits, version: string): Schema {
       '/chat/completions': {
         post: {
           operationId: 'createChatCompletion',
-          summary: 'Create a chat completion (complete JSON, no streaming), billed to the key’s account.',
+          summary:
+            'Create a chat completion (complete JSON; server-sent events with `stream: true` when STREAMING=on), billed to the key’s account.',
           parameters: [
             {
               name: 'Idempotency-Key',

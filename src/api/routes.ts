@@ -1,17 +1,19 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext, Authenticator } from '../auth/authenticate.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
 import { newCompletionId } from '../gateway/ids.js';
-import type { RequestContext } from '../gateway/types.js';
+import type { ChatRequest, RequestContext, StreamOutcome } from '../gateway/types.js';
 import type { ProviderName } from '../providers/types.js';
 import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { modelBody, modelListBody } from './models-body.js';
+import { SseResponse } from './sse-response.js';
+import { toGatewayError } from './to-gateway-error.js';
 import { createChatRequestValidator } from './validate-chat-request.js';
 
 declare module 'fastify' {
@@ -49,10 +51,10 @@ function atCapacity(): GatewayError {
 
 /**
  * A body as a Buffer of its UTF-8: sent as a string, it would be measured for Content-Length
- * (`Buffer.byteLength`) and encoded again on the socket after Node copies the headers in front of it
- * (docs/performance.md "Seventh round"). `Buffer.from` sizes the buffer exactly: a buffer of three bytes per
- * character, cut to what was written, took twice the time for a usual answer, as it drew 3× the memory
- * from Node's buffer pool and made a second view for the cut ("Fifteenth round").
+ * (`Buffer.byteLength`) and encoded again on the socket after Node copies the headers in front of it.
+ * `Buffer.from` sizes the buffer exactly: a buffer of three bytes per character, cut to what was written,
+ * was slower for a usual answer, as it drew three times the memory from Node's buffer pool and made a
+ * second view for the cut.
  */
 function utf8Bytes(text: string): Buffer {
   return Buffer.from(text, 'utf8');
@@ -122,7 +124,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     // a request in the handler ends them itself, once its upstream call is settled. The response's
     // 'close' also tells the handler whether the client left before the answer was written.
     // `on`, not `once`: each of these objects emits 'close' once, both listeners are idempotent, and `once`
-    // would bind a wrapper and remove it again on every request (docs/performance.md, twentieth round).
+    // would bind a wrapper and remove it again on every request.
     let inHandler = false;
     request.raw.on('close', () => {
       if (!inHandler) request.finish();
@@ -136,7 +138,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       inHandler = true;
     };
 
-    // Auth runs before the body is read or parsed (DESIGN.md precedence: 401 before 400/413/415).
+    // Auth runs before the body is read or parsed: 401 comes before 400/413/415 (docs/errors.md, the
+    // order of the checks).
     const admit = (auth: AuthContext): void => {
       request.auth = auth;
       let leave: (() => void) | Promise<() => void>;
@@ -188,6 +191,34 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     else done(atCapacity());
   });
 
+  /**
+   * A streamed answer: until its first delta a failure is an ordinary error answer; after it, the stream
+   * ends with an error event. The handler returns once the stream has ended and the call is settled.
+   */
+  async function streamAnswer(
+    reply: FastifyReply,
+    context: RequestContext,
+    chatRequest: ChatRequest,
+    includeUsage: boolean,
+  ): Promise<void> {
+    const sink = new SseResponse(reply, {
+      id: context.requestId,
+      created: Math.floor(context.startedAt / 1000),
+      includeUsage,
+      legacyFunctions: chatRequest.legacyFunctions,
+    });
+    let outcome: StreamOutcome;
+    try {
+      outcome = await deps.gateway.stream(context, chatRequest, sink);
+    } catch (err) {
+      if (!sink.begun) throw err;
+      reply.log.error({ err }, 'streamed answer failed after it began');
+      sink.fail(toGatewayError(err));
+      return;
+    }
+    sink.finish(outcome);
+  }
+
   app.post('/chat/completions', async (request, reply) => {
     request.enterHandler();
     let context: RequestContext | undefined;
@@ -203,6 +234,11 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         clientGone: () => request.clientGone,
       };
       if (idempotency) context.idempotency = idempotency;
+      if (chatRequest.stream) {
+        context.stream = true;
+        await streamAnswer(reply, context, chatRequest, chatRequest.stream.includeUsage);
+        return reply;
+      }
       const completion = await deps.gateway.complete(context, chatRequest);
       // Set before send: the metrics onResponse hook may run before `finally` does.
       request.provider = context.provider;
@@ -220,7 +256,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     }
   });
 
-  app.get('/models', async () => modelListBody(deps.gateway.providers()));
+  app.get('/models', async () => modelListBody(deps.gateway.providers(), deps.config.streaming));
 
   // Model names may contain "/" (e.g. openai/gpt-oss-120b): the id is the rest of the path.
   app.get('/models/*', async (request) => {

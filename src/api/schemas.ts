@@ -7,6 +7,8 @@
 export interface RequestLimits {
   maxMessages: number;
   maxTokensCeiling: number;
+  /** STREAMING=on: `stream: true` is accepted (off, or absent: refused). */
+  streaming?: boolean;
 }
 
 type Schema = Record<string, unknown>;
@@ -163,7 +165,9 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
         description: '"auto" (default), a provider name, or a provider\'s model name.',
       },
       provider: { ...nullable(shortString), description: 'One of the provider names (prov-…).' },
-      stream: { description: 'Only false is supported.', anyOf: [{ const: false }, { type: 'null' }] },
+      stream: limits.streaming
+        ? { ...nullable({ type: 'boolean' }), description: 'true: the answer as server-sent events.' }
+        : { description: 'Only false is supported.', anyOf: [{ const: false }, { type: 'null' }] },
       max_tokens: nullable(cap),
       max_completion_tokens: { ...nullable(cap), description: 'Wins over max_tokens when both are given.' },
       temperature: nullable({ type: 'number', minimum: 0, maximum: 2 }),
@@ -230,7 +234,10 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
       safety_identifier: nullable(shortString),
       verbosity: nullable({ enum: ['low', 'medium', 'high'] }),
       web_search_options: nullable({ type: 'object' }),
-      stream_options: nullable({ type: 'object' }),
+      stream_options: nullable({
+        type: 'object',
+        properties: { include_usage: nullable({ type: 'boolean' }) },
+      }),
     },
   };
 }
@@ -354,8 +361,12 @@ export const modelSchema: Schema = {
 
 export const modelListSchema: Schema = {
   type: 'object',
-  required: ['object', 'data'],
-  properties: { object: { const: 'list' }, data: { type: 'array', items: modelSchema } },
+  required: ['object', 'data', 'streaming'],
+  properties: {
+    object: { const: 'list' },
+    data: { type: 'array', items: modelSchema },
+    streaming: { type: 'boolean', description: 'Whether `stream: true` is served (STREAMING=on).' },
+  },
 };
 
 const nullableLimit: Schema = { anyOf: [{ type: 'integer', minimum: 1 }, { type: 'null' }] };

@@ -9,7 +9,8 @@ interface FastifyLikeError {
 
 /**
  * Every error the server can meet — ours, Fastify's own (bad JSON, body too large, unsupported content
- * type), or an unexpected one — as a `GatewayError`, so every error response has the spec's body.
+ * type), or an unexpected one — as a `GatewayError`, so every error response has the documented body
+ * (docs/errors.md).
  */
 export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;

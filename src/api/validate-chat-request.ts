@@ -22,9 +22,9 @@ type Body = Record<string, unknown>;
  * (`chatRequestSchema`), so the document and the server cannot disagree, then checks what a schema cannot
  * say (each role's shape, tool results paired with their calls, a tool choice naming an offered tool). A
  * failing body becomes one error, in the documented precedence (docs/api.md): messages (400
- * invalid_messages, the spec's message) → stream (400 streaming_not_supported) → the other fields (400
- * invalid_request naming the field). Unknown fields are ignored, as OpenAI clients send more than
- * Tollgate uses.
+ * invalid_messages, "Messages array is required") → stream (400 streaming_not_supported) → the other
+ * fields (400 invalid_request naming the field). Unknown fields are ignored, as OpenAI clients send more
+ * than Tollgate uses.
  */
 export function createChatRequestValidator(limits: ValidationLimits): (body: unknown) => ChatRequest {
   const schema = chatRequestSchema(limits);
@@ -119,7 +119,7 @@ function readResponseFormat(value: unknown): ResponseFormat | undefined {
   return out;
 }
 
-const OPENAI_ONLY: readonly (keyof OpenAIOnlyFields)[] = [
+const OPENAI_ONLY = new Set<string>([
   'metadata',
   'prediction',
   'service_tier',
@@ -128,20 +128,36 @@ const OPENAI_ONLY: readonly (keyof OpenAIOnlyFields)[] = [
   'safety_identifier',
   'verbosity',
   'web_search_options',
-];
+] satisfies (keyof OpenAIOnlyFields)[]);
 
-/** The request once the schema has accepted it. */
-function toChatRequest(body: Body): ChatRequest {
-  const messages = normalizeMessages(body.messages as Body[]);
+/** The sampling knobs the caller set. Each is read by name: most requests set none of them. */
+function readParams(body: Body): SamplingParams {
   const params: SamplingParams = {};
-  for (const key of ['temperature', 'top_p', 'presence_penalty', 'frequency_penalty', 'seed'] as const) {
-    const v = body[key];
-    if (typeof v === 'number') params[key] = v;
-  }
+  if (typeof body.temperature === 'number') params.temperature = body.temperature;
+  if (typeof body.top_p === 'number') params.top_p = body.top_p;
+  if (typeof body.presence_penalty === 'number') params.presence_penalty = body.presence_penalty;
+  if (typeof body.frequency_penalty === 'number') params.frequency_penalty = body.frequency_penalty;
+  if (typeof body.seed === 'number') params.seed = body.seed;
   if (typeof body.stop === 'string') params.stop = [body.stop];
   else if (Array.isArray(body.stop)) params.stop = body.stop as string[];
   if (typeof body.user === 'string') params.user = body.user;
   if (given(body.logit_bias)) params.logit_bias = body.logit_bias as Record<string, number>;
+  return params;
+}
+
+/** The OpenAI-only fields the caller set, found among the body's own keys (usually a handful). */
+function readOpenAIOnly(body: Body): OpenAIOnlyFields {
+  const openai: Record<string, unknown> = {};
+  for (const key in body) {
+    if (OPENAI_ONLY.has(key) && given(body[key])) openai[key] = body[key];
+  }
+  return openai as OpenAIOnlyFields;
+}
+
+/** The request once the schema has accepted it. */
+function toChatRequest(body: Body): ChatRequest {
+  const messages = normalizeMessages(body.messages as Body[]);
+  const params = readParams(body);
 
   // Output Tollgate cannot return at all, on any provider: refused before anything else happens.
   const modalities = body.modalities as string[] | null | undefined;
@@ -156,10 +172,8 @@ function toChatRequest(body: Body): ChatRequest {
   if (given(body.top_logprobs) && body.logprobs !== true) {
     throw invalidRequest('top_logprobs', 'top_logprobs needs logprobs set to true.');
   }
-  const openai: OpenAIOnlyFields = {};
-  for (const key of OPENAI_ONLY) {
-    if (given(body[key])) (openai as Record<string, unknown>)[key] = body[key];
-  }
+  const openai = readOpenAIOnly(body);
+  const stream = readStream(body);
   const maxCompletion = body.max_completion_tokens;
   const maxTokens = body.max_tokens;
   return {
@@ -185,7 +199,19 @@ function toChatRequest(body: Body): ChatRequest {
     reasoningEffort: given(body.reasoning_effort) ? (body.reasoning_effort as ReasoningEffort) : undefined,
     openai,
     legacyFunctions: legacy,
+    ...(stream === undefined ? {} : { stream }),
   };
+}
+
+/** `stream: true` (the schema admits it only with STREAMING=on) and its `stream_options`. */
+function readStream(body: Body): ChatRequest['stream'] {
+  const options = body.stream_options as { include_usage?: boolean | null } | null | undefined;
+  if (body.stream !== true) {
+    if (given(options))
+      throw invalidRequest('stream_options', 'stream_options is only allowed when stream is true.');
+    return undefined;
+  }
+  return { includeUsage: options?.include_usage === true };
 }
 
 /** `/messages/0/content/1/text` → `messages[0].content[1].text`. */

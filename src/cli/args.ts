@@ -18,6 +18,7 @@ const OPTION_KINDS = {
   latency: 'string',
   database: 'string',
   force: 'boolean',
+  stream: 'boolean',
 } as const;
 
 export type OptionName = keyof typeof OPTION_KINDS;
@@ -35,7 +36,10 @@ export interface Command {
 
 export const COMMANDS: Readonly<Record<string, Command>> = {
   serve: { usage: 'tollgate serve', options: [] },
-  demo: { usage: 'tollgate demo [--latency MS] [--database URL]', options: ['latency', 'database'] },
+  demo: {
+    usage: 'tollgate demo [--latency MS] [--database URL] [--stream]',
+    options: ['latency', 'database', 'stream'],
+  },
   migrate: { usage: 'tollgate migrate', options: [] },
   'accounts create': {
     usage: 'tollgate accounts create --email E [--password-stdin] [--admin]',

@@ -4,13 +4,15 @@ import { CliError, usageError } from './cli-error.js';
 import { createOutput } from './output.js';
 
 // Each command's module is loaded when it runs: `serve` never pays for the simulator and its tokenizer
-// (~60 MB resident) that `demo` needs.
+// (tens of MB resident) that `demo` needs.
 
 const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
 
   serve                                         run the gateway
-  demo [--latency MS] [--database URL]          gateway + local upstream simulator + demo account and key,
-                                                on ./data/demo.db (DATABASE_URL is not used)
+  demo [--latency MS] [--database URL] [--stream]
+                                                gateway + local upstream simulator + demo account and key,
+                                                on ./data/demo.db (DATABASE_URL is not used); --stream
+                                                turns STREAMING on, the simulator streaming 20 pieces/s
   migrate                                       apply database migrations (creating the SQLite database)
   accounts create --email E [--password-stdin] [--admin]
                                                 an admin without --password-stdin gets a generated password
@@ -45,7 +47,10 @@ async function dispatch(
       const latencyMs = values.latency === undefined ? 0 : Number(values.latency);
       if (!/^\d+$/.test(values.latency ?? '0') || !Number.isSafeInteger(latencyMs))
         throw usageError(`--latency: "${values.latency}" must be whole milliseconds, such as 200`);
-      await (await import('./commands/demo.js')).demo({ latencyMs, database: values.database }, out);
+      await (await import('./commands/demo.js')).demo(
+        { latencyMs, database: values.database, stream: values.stream === true },
+        out,
+      );
       return 'running';
     }
     case 'migrate':

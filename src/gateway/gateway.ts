@@ -1,81 +1,28 @@
-import type { Logger } from 'pino';
-import { type AccountSummary, type Billing, callCost, type Hold } from '../billing/billing.js';
+import { type AccountSummary, callCost, type Hold } from '../billing/billing.js';
 import { capWithinHold, type HoldPlanInput, promptSize, promptTokenBound } from '../billing/estimate.js';
-import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
-import type {
-  ChatResult,
-  ProviderAdapter,
-  ProviderConfig,
-  ProviderName,
-  UpstreamCallSpec,
-  UpstreamFailureKind,
-  UpstreamHttpRequest,
-  UpstreamHttpResponse,
-  WireFormat,
-} from '../providers/types.js';
+import type { ChatResult, ProviderConfig } from '../providers/types.js';
 import { isProviderName, UpstreamError } from '../providers/types.js';
-import type { ProviderRegistry, ProviderStatus } from '../routing/registry.js';
+import type { ProviderStatus } from '../routing/registry.js';
 import { resolveRoute } from '../routing/resolve-route.js';
-import type { RotationCounter } from '../routing/rotation.js';
-import type { SettleResult, Store, UsageRecord } from '../store/types.js';
+import type { SettleResult, UsageRecord } from '../store/types.js';
+import { callSpec, noteFailedAttempt, usageProblem } from './call-spec.js';
 import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
-import type { TokenCounter } from './token-counter.js';
-import type { ChatCompletion, ChatRequest, RequestContext } from './types.js';
+import { type GatewayDeps, IDEMPOTENCY_TTL_MS, type Served, type StreamCut } from './deps.js';
+import { deltasOf, streamCall } from './stream-call.js';
+import type { ChatCompletion, ChatRequest, RequestContext, StreamOutcome, StreamSink } from './types.js';
 import { toGatewayError } from './upstream-failure.js';
 
-/** The network side of an upstream call (`src/providers/upstream-client.ts`). */
-export interface UpstreamSender {
-  send(
-    req: UpstreamHttpRequest,
-    opts: { timeoutMs: number; signal?: AbortSignal },
-  ): Promise<UpstreamHttpResponse>;
-}
-
-/** How one upstream call ended, for metrics: `ok`, the failure kind, or an error of the gateway's own. */
-export type UpstreamOutcome = 'ok' | UpstreamFailureKind | 'internal_error';
-
-/** Optional instrumentation (`src/metrics/`), told each outcome where the pipeline learns it. */
-export interface GatewayObserver {
-  /** One upstream call ended; every failover attempt is reported on its own. */
-  upstreamAttempt(provider: ProviderName, outcome: UpstreamOutcome, seconds: number): void;
-  /** A request was settled: the tokens billed and what was charged (meta.cost.total, in nanodollars). */
-  charged(provider: ProviderName, promptTokens: number, completionTokens: number, costNano: number): void;
-}
-
-/** How long an idempotency key's answer is kept (and a different body refused). */
-export const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
-
-export interface GatewayDeps {
-  config: Config;
-  idempotency: Pick<Store, 'beginIdempotent' | 'abandonIdempotent'>;
-  billing: Billing;
-  registry: ProviderRegistry;
-  rotation: RotationCounter;
-  upstream: UpstreamSender;
-  adapterFor: (format: WireFormat) => ProviderAdapter;
-  /** Counts tokens off the event loop for answers without usage. */
-  tokenCounter: TokenCounter;
-  logger: Logger;
-  now?: () => number;
-  observer?: GatewayObserver;
-}
-
-/** Usage an upstream may report before we call it absurd (beyond any plausible template overhead). */
-function promptTokensPlausible(reported: number, bound: number): boolean {
-  return reported <= bound * 2 + 1024;
-}
-
-interface Served {
-  provider: ProviderConfig;
-  result: ChatResult;
-  cap: number;
-  /** Request fields the upstream's wire format left out. */
-  dropped: string[];
-}
+export {
+  type GatewayDeps,
+  type GatewayObserver,
+  IDEMPOTENCY_TTL_MS,
+  type UpstreamOutcome,
+  type UpstreamSender,
+} from './deps.js';
 
 /**
- * The completion pipeline (DESIGN.md "The path of one request"), HTTP-free:
+ * The completion pipeline (docs/architecture.md, "A request's path"), HTTP-free:
  * route → hold → adapter/upstream (failover under auto routing) → settle, or release on failure.
  */
 export class Gateway {
@@ -91,29 +38,71 @@ export class Gateway {
    */
   complete(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
     // Without a key, serve's own promise is returned as it is (an async wrapper would add turns).
-    return ctx.idempotency ? this.completeIdempotent(ctx, req, ctx.idempotency) : this.serve(ctx, req);
+    if (!ctx.idempotency) return this.serve(ctx, req);
+    return this.idempotent(
+      ctx,
+      ctx.idempotency,
+      () => this.serve(ctx, req),
+      (first) => first,
+    );
   }
 
-  private async completeIdempotent(
+  /**
+   * Serves one request with `stream: true`: the answer's deltas go to `sink` as they come, and the outcome
+   * (the call as billed, and how the stream ended) is returned once it is settled. A failure before the
+   * first delta is thrown, as for a plain call. With an idempotency key, a repeat of an answered request
+   * gets the stored answer (no upstream call, no charge), which the caller replays as a stream.
+   */
+  stream(ctx: RequestContext, req: ChatRequest, sink: StreamSink): Promise<StreamOutcome> {
+    const serve = () => streamCall(this, this.deps, ctx, req, sink);
+    if (!ctx.idempotency) return serve();
+    return this.idempotent(ctx, ctx.idempotency, serve, async (completion) => {
+      sink.begin({
+        id: completion.id,
+        created: completion.created,
+        provider: completion.provider,
+        model: completion.model,
+        droppedParams: completion.droppedParams,
+        replayed: true,
+      });
+      const pause = sink.send(deltasOf(completion.choices));
+      if (pause) await pause;
+      const { incomplete } = completion;
+      if (incomplete === undefined) return { completion, ending: 'completed' };
+      // The first stream ended early: its replay ends the same way, telling the client so.
+      const error = new GatewayError(
+        'stream_incomplete',
+        incomplete.ending === 'client_gone'
+          ? 'The first request with this Idempotency-Key lost its client before the answer was complete; this is what it delivered and was billed for.'
+          : `The first request with this Idempotency-Key broke off before the answer was complete (${incomplete.code ?? 'upstream error'}); this is what it delivered and was billed for.`,
+      );
+      return { completion, ending: incomplete.ending, error };
+    });
+  }
+
+  private async idempotent<T>(
     ctx: RequestContext,
-    req: ChatRequest,
     idem: NonNullable<RequestContext['idempotency']>,
-  ): Promise<ChatCompletion> {
+    serve: () => Promise<T>,
+    replay: (first: ChatCompletion) => T | Promise<T>,
+  ): Promise<T> {
     const now = this.now();
+    const deadline =
+      ctx.startedAt + (ctx.stream ? this.deps.config.streamTimeoutMs : this.deps.config.requestTimeoutMs);
     const begun = await this.deps.idempotency.beginIdempotent({
       accountId: ctx.accountId,
       key: idem.key,
       bodyHash: idem.bodyHash,
       requestId: ctx.requestId,
       now,
-      lockedUntil: ctx.startedAt + this.deps.config.requestTimeoutMs + this.deps.config.holdGraceMs,
+      lockedUntil: deadline + this.deps.config.holdGraceMs,
       expiresAt: now + IDEMPOTENCY_TTL_MS,
     });
     switch (begun.kind) {
       case 'replay': {
         const first = JSON.parse(begun.responseJson) as ChatCompletion;
         ctx.provider = first.provider;
-        return { ...first, replayed: true };
+        return replay({ ...first, replayed: true });
       }
       case 'in_progress':
         throw new GatewayError(
@@ -131,7 +120,7 @@ export class Gateway {
         break;
     }
     try {
-      return await this.serve(ctx, req);
+      return await serve();
     } catch (err) {
       // Nothing was charged: free the key so a retry is served afresh.
       await this.deps.idempotency.abandonIdempotent(ctx.accountId, idem.key, ctx.requestId);
@@ -162,6 +151,45 @@ export class Gateway {
   }
 
   private async serve(ctx: RequestContext, req: ChatRequest): Promise<ChatCompletion> {
+    const deadline = ctx.startedAt + this.deps.config.requestTimeoutMs;
+    const { hold, plan, explicit, candidates } = await this.prepare(ctx, req, deadline);
+    let served: Served | undefined;
+    let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
+    try {
+      const outcome = await this.attempt(req, hold, plan, explicit, deadline);
+      served = outcome.served;
+      lastFailure = outcome.lastFailure;
+      ctx.provider = served?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
+    } catch (err) {
+      await this.deps.billing.release(hold, this.failedUsage(ctx, candidates[0], 'internal_error', 500));
+      throw err;
+    }
+
+    if (!served) {
+      const error = lastFailure
+        ? toGatewayError(lastFailure.provider.name, lastFailure.error)
+        : new GatewayError('no_provider_available', 'No provider is available for this request right now.', {
+            retryAfterSeconds: 30,
+          });
+      await this.deps.billing.release(
+        hold,
+        this.failedUsage(ctx, lastFailure?.provider, error.code, error.status),
+      );
+      throw error;
+    }
+    return this.settle(ctx, req, hold, served);
+  }
+
+  /**
+   * Routes the call and holds its cost bound: the candidates that can honour it (refused before any
+   * money is held when none can), and the hold, which lasts until `deadline` plus the grace. Used by the
+   * plain and the streamed call alike.
+   */
+  async prepare(
+    ctx: RequestContext,
+    req: ChatRequest,
+    deadline: number,
+  ): Promise<{ hold: Hold; plan: HoldPlanInput; explicit: boolean; candidates: ProviderConfig[] }> {
     const { config, billing, registry, rotation } = this.deps;
     const routed = resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
     const route = routed instanceof Promise ? await routed : routed;
@@ -176,45 +204,21 @@ export class Gateway {
       minCompletionTokens: config.minCompletionTokens,
       choices: req.n,
     };
-    const deadline = ctx.startedAt + config.requestTimeoutMs;
-    let hold: Hold;
     try {
-      hold = await billing.hold({
+      const hold = await billing.hold({
         accountId: ctx.accountId,
         requestId: ctx.requestId,
         candidates,
         plan,
         expiresAt: deadline + config.holdGraceMs,
       });
+      return { hold, plan, explicit: route.explicit, candidates };
     } catch (err) {
       if (err instanceof GatewayError && err.code === 'insufficient_balance') {
         await this.recordRefusal(ctx, candidates[0], err);
       }
       throw err;
     }
-
-    let served: Served | undefined;
-    let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
-    try {
-      const outcome = await this.attempt(req, hold, plan, route.explicit, deadline);
-      served = outcome.served;
-      lastFailure = outcome.lastFailure;
-      ctx.provider = served?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
-    } catch (err) {
-      await billing.release(hold, this.failedUsage(ctx, candidates[0], 'internal_error', 500));
-      throw err;
-    }
-
-    if (!served) {
-      const error = lastFailure
-        ? toGatewayError(lastFailure.provider.name, lastFailure.error)
-        : new GatewayError('no_provider_available', 'No provider is available for this request right now.', {
-            retryAfterSeconds: 30,
-          });
-      await billing.release(hold, this.failedUsage(ctx, lastFailure?.provider, error.code, error.status));
-      throw error;
-    }
-    return this.settle(ctx, req, hold, served);
   }
 
   /**
@@ -252,7 +256,7 @@ export class Gateway {
     explicit: boolean,
     deadline: number,
   ): Promise<{ served?: Served; lastFailure?: { provider: ProviderConfig; error: UpstreamError } }> {
-    const { registry, upstream, adapterFor, logger, observer } = this.deps;
+    const { registry, upstream, adapterFor, observer } = this.deps;
     let lastFailure: { provider: ProviderConfig; error: UpstreamError } | undefined;
     for (const provider of hold.candidates) {
       const remaining = deadline - this.now();
@@ -280,27 +284,7 @@ export class Gateway {
         registry.health.recordSuccess(provider.name);
         return { served: { provider, result, cap, dropped: httpRequest.dropped ?? [] } };
       } catch (err) {
-        observer?.upstreamAttempt(
-          provider.name,
-          err instanceof UpstreamError ? err.kind : 'internal_error',
-          (performance.now() - started) / 1000,
-        );
-        if (!(err instanceof UpstreamError)) {
-          registry.health.releaseProbe(provider.name);
-          throw err;
-        }
-        if (err.retryable || err.kind === 'auth') {
-          registry.health.recordFailure(
-            provider.name,
-            err.kind === 'rate_limited' && err.retryAfterMs !== undefined
-              ? { retryAfterMs: err.retryAfterMs }
-              : {},
-          );
-        } else registry.health.releaseProbe(provider.name);
-        logger.warn(
-          { provider: provider.name, kind: err.kind, status: err.status, retryable: err.retryable },
-          'upstream call failed',
-        );
+        noteFailedAttempt(this.deps, provider, err, started, false);
         lastFailure = { provider, error: err };
         if (explicit || !err.retryable) break;
       }
@@ -308,21 +292,35 @@ export class Gateway {
     return { lastFailure };
   }
 
-  private async settle(
+  /**
+   * Charges the call and writes its usage row, from the upstream's usage (counted locally where it
+   * reported none). A streamed answer that ended early (`cut`) is billed for what the upstream generated
+   * up to the end: its running count or, when higher, the tokens of what arrived — never more than the hold.
+   */
+  async settle(
     ctx: RequestContext,
     req: ChatRequest,
     hold: Hold,
     served: Served,
+    cut?: StreamCut,
   ): Promise<ChatCompletion> {
     const { provider, result } = served;
     const { usage } = result;
-    const estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
     const { tokenCounter } = this.deps;
+    let estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
     const promptTokens =
       usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens, tokenCounter));
-    const completionTokens =
-      usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter));
+    let completionTokens: number;
+    if (cut === undefined) {
+      completionTokens =
+        usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter));
+    } else {
+      const counted = await countCompletionTokens(result.choices, tokenCounter);
+      completionTokens = Math.max(usage.completionTokens ?? 0, counted);
+      estimated = estimated || counted > (usage.completionTokens ?? 0);
+    }
     const cost = callCost(provider, promptTokens, completionTokens);
+    if (cut !== undefined) withinHold(cost, hold.amountNano);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;
     const completion: ChatCompletion = {
@@ -344,6 +342,9 @@ export class Gateway {
       balanceNano: 0,
       durationMs,
     };
+    if (cut?.ending !== undefined) {
+      completion.incomplete = { ending: cut.ending, code: cut.errorCode, message: cut.message };
+    }
     const idempotency = ctx.idempotency && {
       key: ctx.idempotency.key,
       render: (settled: SettleResult) => JSON.stringify(charged(completion, settled)),
@@ -365,9 +366,9 @@ export class Gateway {
         usageEstimated: estimated,
         inputCostNano: cost.inputNano,
         outputCostNano: cost.outputNano,
-        status: 'ok',
-        errorCode: null,
-        httpStatus: 200,
+        status: cut?.status ?? 'ok',
+        errorCode: cut?.errorCode ?? null,
+        httpStatus: cut?.httpStatus ?? 200,
         durationMs,
       },
       idempotency,
@@ -378,8 +379,8 @@ export class Gateway {
         'actual cost exceeded hold and balance; shortfall recorded',
       );
     }
-    // The completion is this call's own object: on the usual settle only its balance is filled in (a copy
-    // of its fourteen fields per call was measurable, docs/performance.md twentieth round).
+    // The completion is this call's own object: on the usual settle only its balance is filled in (copying
+    // all its fields on every call showed in the per-request cost).
     let billed = completion;
     if (settled.shortfallNano === 0) completion.balanceNano = settled.balanceNano;
     else billed = charged(completion, settled);
@@ -408,7 +409,8 @@ export class Gateway {
     };
   }
 
-  private failedUsage(
+  /** The usage row of a call that failed (nothing charged). */
+  failedUsage(
     ctx: RequestContext,
     provider: ProviderConfig | undefined,
     errorCode: string,
@@ -431,46 +433,22 @@ export class Gateway {
   }
 }
 
-/** The call as one upstream is asked for it (its cap is added once the hold is known). */
-function callSpec(req: ChatRequest, provider: ProviderConfig): UpstreamCallSpec {
-  return {
-    model: provider.model,
-    messages: req.messages,
-    params: req.params,
-    tools: req.tools,
-    toolChoice: req.toolChoice,
-    parallelToolCalls: req.parallelToolCalls,
-    responseFormat: req.responseFormat,
-    n: req.n,
-    logprobs: req.logprobs,
-    reasoningEffort: req.reasoningEffort,
-    openai: req.openai,
-  };
+/** A plain answer with implausible usage is treated as unreadable (no charge; failover may follow). */
+function checkUsage(result: ChatResult, cap: number, promptBound: number): void {
+  const problem = usageProblem(result, cap, promptBound);
+  if (problem !== undefined) throw new UpstreamError('bad_response', problem);
 }
 
-/**
- * An upstream that reports more completion tokens than the cap it was sent, or a prompt far beyond what
- * the request could contain, is answering garbage: treated as an unreadable response (no charge).
- */
-function checkUsage(result: ChatResult, cap: number, promptBound: number): void {
-  const { promptTokens, completionTokens } = result.usage;
-  if (completionTokens !== undefined && completionTokens > cap) {
-    throw new UpstreamError(
-      'bad_response',
-      `upstream reported ${completionTokens} completion tokens above the cap ${cap}`,
-    );
-  }
-  if (promptTokens !== undefined && !promptTokensPlausible(promptTokens, promptBound)) {
-    throw new UpstreamError(
-      'bad_response',
-      `upstream reported an implausible prompt token count ${promptTokens}`,
-    );
-  }
+/** Lowers a cost to at most `limitNano`, taking it off the output first (the prompt was read whole). */
+function withinHold(cost: { inputNano: number; outputNano: number }, limitNano: number): void {
+  if (cost.inputNano + cost.outputNano <= limitNano) return;
+  cost.inputNano = Math.min(cost.inputNano, limitNano);
+  cost.outputNano = limitNano - cost.inputNano;
 }
 
 /**
  * The completion as billed. Normally the charge is the full cost. When the upstream reported more than
- * the hold covered and the balance could not pay the difference (DESIGN.md "Holds"), the caller is told
+ * the hold covered and the balance could not pay the difference (docs/api.md, "Billing"), the caller is told
  * what was actually deducted — input first, then output — so `meta.cost.total` always equals the change
  * in balance; the unpaid rest is recorded as the usage row's shortfall.
  */

@@ -21,7 +21,7 @@ parentPort.on('message', (m) => {
 });
 `;
 
-/** After this long without a job the thread ends (its ~40 MB of tokenizer tables with it). */
+/** After this long without a job the thread ends (its tokenizer tables, tens of MB, with it). */
 const DEFAULT_IDLE_MS = 30_000;
 
 export interface TokenCount {

@@ -1,4 +1,5 @@
-import type { ChoiceResult, ProviderName, UpstreamCallSpec } from '../providers/types.js';
+import type { GatewayError } from '../errors.js';
+import type { ChoiceResult, ProviderName, StreamDelta, UpstreamCallSpec } from '../providers/types.js';
 
 /** A validated chat-completion request, HTTP-free: the call to make, and how the caller asked for it. */
 export interface ChatRequest extends Omit<UpstreamCallSpec, 'model'> {
@@ -8,6 +9,11 @@ export interface ChatRequest extends Omit<UpstreamCallSpec, 'model'> {
   maxTokens: number | undefined;
   /** The caller used the legacy `functions` / `function_call` fields: answer with `message.function_call`. */
   legacyFunctions: boolean;
+  /**
+   * `stream: true` (accepted only with STREAMING=on): the answer goes out as server-sent events;
+   * `includeUsage` is the caller's `stream_options.include_usage` (the bill is sent either way).
+   */
+  stream?: { includeUsage: boolean };
 }
 
 /** Everything the API layer needs to shape the `chat.completion` body. */
@@ -39,6 +45,11 @@ export interface ChatCompletion {
   durationMs: number;
   /** True when this is the stored answer of an earlier request with the same idempotency key. */
   replayed?: boolean;
+  /**
+   * A streamed answer that ended before it was complete: how, and the error its client was sent, if any.
+   * Stored with the answer, so that an idempotent replay ends the same way.
+   */
+  incomplete?: { ending: 'client_gone' | 'upstream_cut'; code: string | null; message: string | undefined };
 }
 
 /** Facts about the request the pipeline needs from its caller. */
@@ -50,6 +61,8 @@ export interface RequestContext {
   startedAt: number;
   /** Whether the client has disconnected (checked when the usage row is written). */
   clientGone: () => boolean;
+  /** The request asked for a stream (its deadline is STREAM_TIMEOUT_MS, not REQUEST_TIMEOUT_MS). */
+  stream?: boolean;
   /** The caller's `Idempotency-Key` and a hash of the request body, when the header was sent. */
   idempotency?: { key: string; bodyHash: string };
   /**
@@ -57,4 +70,42 @@ export interface RequestContext {
    * failed. Unset when the request was refused before routing. Read by the HTTP layer for metrics.
    */
   provider?: ProviderName;
+}
+
+/** What a streamed call needs from the HTTP layer: where its deltas go, and word of the client leaving. */
+export interface StreamSink {
+  /**
+   * The answer begins: the response's headers go out. Called once, when an upstream has produced its
+   * first delta; before it, a failure is an ordinary error answer (and auto routing may fail over).
+   */
+  begin(start: StreamStart): void;
+  /** Sends the deltas of one upstream event; a promise when the client must catch up first. */
+  send(deltas: readonly StreamDelta[]): Promise<void> | undefined;
+  /** Whether the client has gone (its connection closed before the answer ended). */
+  readonly clientGone: boolean;
+  /** Called once, as soon as the client has gone. */
+  onClientGone(listener: () => void): void;
+}
+
+export interface StreamStart {
+  /** The completion id and creation time, when they are not this request's own (a replay). */
+  id?: string;
+  created?: number;
+  provider: ProviderName;
+  model: string;
+  /** Request fields the upstream's wire format left out (`x-tollgate-dropped-params`). */
+  droppedParams: string[];
+  /** The stored answer of an earlier request with the same idempotency key, replayed. */
+  replayed?: boolean;
+}
+
+/** How a streamed answer ended. */
+export type StreamEnding = 'completed' | 'client_gone' | 'upstream_cut';
+
+export interface StreamOutcome {
+  /** The call as billed (for the final chunk's `usage` and `meta`). */
+  completion: ChatCompletion;
+  ending: StreamEnding;
+  /** Why the upstream's stream ended early (`upstream_cut`): sent to the client as an error event. */
+  error?: GatewayError;
 }

@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { ProviderName, UpstreamError } from '../providers/types.js';
 
-/** Maps the last upstream failure of a request to the error the caller sees (DESIGN.md "Errors"). */
+/** Maps the last upstream failure of a request to the error the caller sees (docs/errors.md). */
 export function toGatewayError(provider: ProviderName, err: UpstreamError): GatewayError {
   const retryAfterSeconds =
     err.retryAfterMs === undefined ? undefined : Math.max(1, Math.ceil(err.retryAfterMs / 1000));

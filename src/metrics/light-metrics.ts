@@ -1,9 +1,9 @@
 /**
  * A labelled counter and histogram whose request path is a few additions on plain numbers.
  *
- * prom-client's own children validate and hash their label object again on every `inc`/`observe`:
- * measured with `npm run bench:instructions`, the two histograms and three counters a chat completion
- * touches cost ~92,000 instructions per request, 7% of all the gateway does per call. These keep one
+ * prom-client's own children validate and hash their label object again on every `inc`/`observe`, so
+ * the two histograms and three counters a chat completion touches cost a noticeable share of all the
+ * gateway does per call (`npm run bench:profile -- --mode instructions` counts it). These keep one
  * object per label set (the caller caches it) and are read by prom-client's `Registry` at scrape time
  * through the interface its own metrics implement (`get`, `getForPromString`, `reset`), so the
  * exposition text is the same as prom-client's Counter and Histogram would write.

@@ -12,6 +12,7 @@
  */
 import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { GatewayObserver, UpstreamOutcome } from '../gateway/gateway.js';
+import type { StreamEnding } from '../gateway/types.js';
 import type { CircuitState } from '../routing/health.js';
 import { type CounterChild, type HistogramChild, LightCounter, LightHistogram } from './light-metrics.js';
 
@@ -87,6 +88,9 @@ export class Metrics implements GatewayObserver {
   private readonly tokens: Children<CounterChild>;
   private readonly transitions: Children<CounterChild>;
   private readonly costs = new Map<string, ExactUsd>();
+  private readonly firstToken: Children<HistogramChild>;
+  private readonly streams: Children<CounterChild>;
+  private streamsOpen = 0;
 
   constructor(private readonly sources: MetricsSources) {
     const registers = [this.registry];
@@ -126,6 +130,31 @@ export class Metrics implements GatewayObserver {
       this.registry,
     );
     this.tokens = new Children((provider, kind) => tokens.labels(provider, kind));
+
+    const firstToken = new LightHistogram(
+      'tollgate_stream_first_token_seconds',
+      "Streamed answers: time from the upstream call's start to its first delta, by provider.",
+      ['provider'],
+      DURATION_BUCKETS,
+      this.registry,
+    );
+    this.firstToken = new Children((provider) => firstToken.labels(provider));
+    const streams = new LightCounter(
+      'tollgate_streams_total',
+      'Streamed answers that ended, by provider and outcome (completed, client_gone, upstream_cut).',
+      ['provider', 'outcome'],
+      this.registry,
+    );
+    this.streams = new Children((provider, outcome) => streams.labels(provider, outcome));
+    const open = (): number => this.streamsOpen;
+    new Gauge({
+      name: 'tollgate_streams_in_flight',
+      help: 'Streamed answers being relayed now.',
+      registers,
+      collect(this: Gauge) {
+        this.set(open());
+      },
+    });
 
     const costs = this.costs;
     new Counter({
@@ -226,6 +255,18 @@ export class Metrics implements GatewayObserver {
       total.usd += whole;
       total.nano -= whole * NANO_PER_USD;
     }
+  }
+
+  /** A streamed answer began (`GatewayObserver`). */
+  streamStarted(provider: string, secondsToFirstToken: number): void {
+    this.streamsOpen++;
+    this.firstToken.get(provider).observe(secondsToFirstToken);
+  }
+
+  /** A streamed answer ended (`GatewayObserver`). */
+  streamEnded(provider: string, ending: StreamEnding): void {
+    this.streamsOpen--;
+    this.streams.get(provider, ending).inc();
   }
 
   /** A provider's circuit breaker entered `to`. */

@@ -19,11 +19,15 @@ export { CATALOG, type CatalogEntry, envNameOf } from './catalog.js';
 export { geminiAdapter } from './gemini/index.js';
 export { openaiCompatibleAdapter } from './openai-compatible/index.js';
 export { parseRetryAfterMs } from './retry-after.js';
+export { SseDecoder, type SseEvent, SseEventTooLargeError } from './sse-decoder.js';
 export * from './types.js';
 export {
   type CreateUpstreamClientOptions,
   createUpstreamClient,
   type SendOptions,
+  type StreamOptions,
   type UpstreamClient,
+  type UpstreamEventStream,
+  type UpstreamStreamResult,
 } from './upstream-client.js';
 export { failureKindForStatus, upstreamFailureFromStatus } from './upstream-failure-from-status.js';

@@ -9,7 +9,7 @@ export function joinUrl(base: string, path: string): string {
  * What an adapter sends on every call to one provider (its URL, its headers), made on the provider's first
  * call and kept with its configuration: joining the URL (a regular expression), building the key's header
  * and hashing the new URL string for the client's target cache cost more than the rest of building a small
- * request (docs/performance.md, twentieth round). The headers are frozen: every call shares the object.
+ * request. The headers are frozen: every call shares the object.
  */
 export function perProvider<T>(make: (provider: ProviderConfig) => T): (provider: ProviderConfig) => T {
   const made = new WeakMap<ProviderConfig, T>();

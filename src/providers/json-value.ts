@@ -32,3 +32,18 @@ export function sumReported(...counts: (number | undefined)[]): number | undefin
   }
   return total;
 }
+
+/**
+ * The JSON object one event of an upstream's stream carries. Text that is not JSON, or JSON that is not
+ * an object, cannot be read (`bad_response`).
+ */
+export function parseEventObject(data: string): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(data) as unknown;
+  } catch {
+    throw badResponse('upstream sent a stream event that is not JSON');
+  }
+  if (!isRecord(value)) throw badResponse('upstream sent a stream event that is not a JSON object');
+  return value;
+}

@@ -239,6 +239,10 @@ export interface ProviderConfig {
   timeoutMs: number;
   /** Time allowed to open the connection to the upstream. */
   connectTimeoutMs: number;
+  /** Streamed calls: time allowed from the request to the upstream's first event. */
+  firstByteTimeoutMs: number;
+  /** Streamed calls: longest silence allowed between two of the upstream's events. */
+  streamIdleTimeoutMs: number;
   inAutoRotation: boolean;
   /** Upper bound of the prompt tokens one image costs on this provider (holds count images by it). */
   imageTokens: number;
@@ -279,6 +283,35 @@ export class UpstreamError extends Error {
   }
 }
 
+/**
+ * One piece of a streamed answer, in OpenAI's terms, read off any wire format's stream. `choice` is the
+ * choice's index. A tool call's first piece carries its `id` and `name`; later pieces only more of its
+ * `arguments` text (which may be empty in the first piece).
+ */
+export type StreamDelta =
+  | { type: 'text'; choice: number; text: string }
+  | { type: 'refusal'; choice: number; text: string }
+  | { type: 'tool_call'; choice: number; index: number; id?: string; name?: string; arguments: string }
+  /** OpenAI's `choices[].logprobs` of this piece (`{content: [...]}`). */
+  | { type: 'logprobs'; choice: number; logprobs: Record<string, unknown> }
+  | { type: 'finish'; choice: number; reason: FinishReason };
+
+/**
+ * Reads one upstream's server-sent events, one event at a time, in order. Stateful: one per call.
+ * Throws `UpstreamError` on an event that reports an error (kind by the error's type) or that cannot be
+ * read (`bad_response`).
+ */
+export interface StreamParser {
+  /** One SSE event: its `data` text and its `event` name, if it had one. Returns the deltas it carries. */
+  event(data: string, name: string | undefined): StreamDelta[];
+  /** Usage as reported so far; a field the upstream has not reported is `undefined`, never 0. */
+  usage(): UpstreamUsage;
+  /** The model the upstream says serves the call, once it has said. */
+  model(): string | undefined;
+  /** Whether the upstream has signalled the normal end of its answer (a later cut loses nothing). */
+  done(): boolean;
+}
+
 /** One wire format: pure functions, no I/O. */
 export interface ProviderAdapter {
   readonly wireFormat: WireFormat;
@@ -287,8 +320,17 @@ export interface ProviderAdapter {
    * `undefined`. Called before any money is held: a refused call reaches no upstream and costs nothing.
    */
   refusal(provider: ProviderConfig, spec: UpstreamCallSpec): Refusal | undefined;
-  /** Builds the upstream request of a call `refusal` accepted. */
-  buildRequest(provider: ProviderConfig, request: UpstreamChatRequest): UpstreamHttpRequest;
+  /**
+   * Builds the upstream request of a call `refusal` accepted; with `stream`, the request for the
+   * format's server-sent events (asking for usage in the stream wherever the format has to be asked).
+   */
+  buildRequest(
+    provider: ProviderConfig,
+    request: UpstreamChatRequest,
+    options?: { stream?: boolean },
+  ): UpstreamHttpRequest;
+  /** A reader of the events of a streamed answer to `request` (the 2xx case; errors go to parseResponse). */
+  streamParser(provider: ProviderConfig, request: UpstreamChatRequest): StreamParser;
   /**
    * Reads an upstream answer to `request`. Returns the completion for a usable 2xx answer; throws
    * `UpstreamError` (kind by status: 429 → rate_limited, 5xx → server_error, 401/403 → auth, other 4xx →

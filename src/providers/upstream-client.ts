@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 // The Agent module alone, not undici's index: the index also loads fetch, WebSocket, EventSource, the
 // cache and the mock agents, none of which a gateway uses, and that code stays on the heap for the life
-// of the process — 2.9 MB of the 19.3 MB a server holds after start (docs/performance.md, eleventh round).
+// of the process, a sizeable part of what a server holds after start.
 // The path is not part of undici's documented API: test/providers/upstream-client.test.ts would fail on an
 // upgrade that moved it.
 import Agent from 'undici/lib/dispatcher/agent.js';
@@ -11,6 +11,17 @@ import {
   type UpstreamHttpRequest,
   type UpstreamHttpResponse,
 } from './types.js';
+import { findErrorCode, TIMEOUT_CODES, tooLarge } from './upstream-call-errors.js';
+import { headerValue, NO_HEADERS, type RawHeaders, ReceivedResponse } from './upstream-headers.js';
+import {
+  DEFAULT_MAX_EVENT_BYTES,
+  type StreamOptions,
+  UpstreamStreamCall,
+  type UpstreamStreamResult,
+} from './upstream-stream-call.js';
+import { targetOf } from './upstream-target.js';
+
+export type { StreamOptions, UpstreamEventStream, UpstreamStreamResult } from './upstream-stream-call.js';
 
 export interface CreateUpstreamClientOptions {
   /** Time allowed to open the TCP/TLS connection; default 10 s (the call's own deadline still applies). */
@@ -33,6 +44,14 @@ export interface SendOptions {
 export interface UpstreamClient {
   /** Sends one JSON POST and reads the whole answer, whatever its status; throws only `UpstreamError`. */
   send(req: UpstreamHttpRequest, opts: SendOptions): Promise<UpstreamHttpResponse>;
+  /**
+   * Sends one JSON POST for a streamed answer, on the same pooled connections. Resolves once the response
+   * headers came: to the event stream for a 2xx `text/event-stream` answer, otherwise to the whole answer
+   * (read up to the body cap) for the adapter to classify. Rejects only with `UpstreamError` (`timeout`
+   * for the first-byte timer, the deadline or the signal; `connect`; `bad_response` for a body past the
+   * cap); later failures come from the stream's iterator.
+   */
+  openStream(req: UpstreamHttpRequest, opts: StreamOptions): Promise<UpstreamStreamResult>;
   /** Closes the pooled connections. */
   close(): Promise<void>;
 }
@@ -41,36 +60,12 @@ const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024;
 const KEEP_ALIVE_TIMEOUT_MS = 30_000;
 
-/** Error codes (ours, Node's and undici's) that mean the connection could not be made or was lost. */
-const CONNECT_CODES = new Set([
-  'ECONNREFUSED',
-  'ECONNRESET',
-  'ECONNABORTED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENETDOWN',
-  'EPIPE',
-  'ETIMEDOUT',
-  'UND_ERR_SOCKET',
-  'UND_ERR_CONNECT_TIMEOUT',
-  'UND_ERR_CLOSED',
-  'UND_ERR_DESTROYED',
-  'UND_ERR_RES_CONTENT_LENGTH_MISMATCH',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'CERT_HAS_EXPIRED',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-]);
-
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
-
 /**
  * The one module that talks to upstreams: a pooled keep-alive undici `Agent`, one deadline for the whole
  * call (a timer, combined with the caller's signal if any), the body read fully as UTF-8 text up to a
  * size cap, and every failure turned into an `UpstreamError`. Messages name only the upstream host
- * and an error code: never a header, so never a key.
+ * and an error code: never a header, so never a key. A streamed call (`openStream`) goes over the same
+ * agents, with its own timers and its events read as they are consumed (`UpstreamStreamCall`).
  *
  * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherrequestoptions-callback
  * @see https://undici.nodejs.org/#/docs/api/Agent
@@ -110,9 +105,33 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
           body: req.body,
           // The call's own deadline (UpstreamCall's timer) covers the headers and the body. undici's two
           // timeouts would add a timer of its own per call: one that stays in undici's timer list until its
-          // next tick, up to half a second after the call, long enough to be promoted to the old generation;
-          // it was a third of what a call left there for the next mark-compact (docs/performance.md,
-          // eighteenth round).
+          // next tick, up to half a second after the call, long enough to be promoted to the old generation,
+          // where it would bring the next mark-compact closer.
+          headersTimeout: 0,
+          bodyTimeout: 0,
+        },
+        call,
+      );
+    });
+  }
+
+  function openStream(req: UpstreamHttpRequest, opts: StreamOptions): Promise<UpstreamStreamResult> {
+    const target = targetOf(req.url);
+    if (target.invalid) return Promise.reject(new UpstreamError('connect', 'upstream URL is invalid'));
+    if (opts.signal?.aborted === true) {
+      return Promise.reject(new UpstreamError('timeout', `upstream call to ${target.host} was aborted`));
+    }
+    const maxEventBytes = opts.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    return new Promise<UpstreamStreamResult>((resolve, reject) => {
+      const call = new UpstreamStreamCall(target.host, maxBodyBytes, maxEventBytes, opts, resolve, reject);
+      agentFor(opts.connectTimeoutMs ?? defaultConnectTimeoutMs).dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: req.headers,
+          body: req.body,
+          // The call's own timers (first byte, idle, deadline) cover the headers and the body.
           headersTimeout: 0,
           bodyTimeout: 0,
         },
@@ -123,6 +142,7 @@ export function createUpstreamClient(options: CreateUpstreamClientOptions = {}):
 
   return {
     send,
+    openStream,
     close: async () => {
       await Promise.all([...agents.values()].map((agent) => agent.close()));
     },
@@ -152,66 +172,6 @@ function toUpstreamError(
   });
 }
 
-/** The first known error code along the `cause` chain (and inside an `AggregateError`). */
-function findErrorCode(error: unknown, depth = 0): string | undefined {
-  if (depth > 5 || typeof error !== 'object' || error === null) return undefined;
-  const code: unknown = Reflect.get(error, 'code');
-  if (typeof code === 'string' && (CONNECT_CODES.has(code) || TIMEOUT_CODES.has(code))) return code;
-  if (error instanceof AggregateError) {
-    for (const inner of error.errors as unknown[]) {
-      const found = findErrorCode(inner, depth + 1);
-      if (found !== undefined) return found;
-    }
-  }
-  const fromCause = findErrorCode(Reflect.get(error, 'cause'), depth + 1);
-  if (fromCause !== undefined) return fromCause;
-  return typeof code === 'string' ? code : undefined;
-}
-
-function tooLarge(host: string, maxBodyBytes: number, status: number): UpstreamError {
-  return new UpstreamError(
-    'bad_response',
-    `upstream ${host} answered a body larger than ${maxBodyBytes} bytes`,
-    {
-      status,
-    },
-  );
-}
-
-interface Target {
-  origin: string;
-  path: string;
-  host: string;
-  invalid: boolean;
-}
-
-/** Parsed upstream URLs: a handful of distinct ones (one per provider), each parsed once. */
-const targets = new Map<string, Target>();
-
-function targetOf(url: string): Target {
-  let target = targets.get(url);
-  if (target) return target;
-  try {
-    const parsed = new URL(url);
-    target = {
-      origin: parsed.origin,
-      path: `${parsed.pathname}${parsed.search}`,
-      host: parsed.host,
-      invalid: false,
-    };
-  } catch {
-    target = { origin: '', path: '', host: '(invalid url)', invalid: true };
-  }
-  if (targets.size >= 1_000) targets.clear();
-  targets.set(url, target);
-  return target;
-}
-
-/** Response headers as undici reads them: name, value, name, value… (HTTP/1.1: Buffers; HTTP/2: strings). */
-type RawHeaders = readonly (Buffer | string)[];
-
-const NO_HEADERS: RawHeaders = Object.freeze([]);
-
 /**
  * One upstream call as undici's dispatch handler: undici calls these methods as the answer arrives, and
  * the body's chunks are kept as they come — no stream object, no async iteration, nothing per chunk but a
@@ -224,7 +184,7 @@ const NO_HEADERS: RawHeaders = Object.freeze([]);
  * them deprecated). A handler with the newer `onRequestStart`/`onResponseStart` methods is wrapped per call
  * in an adapter that also turns every response header (and the trailers) into an object of strings; the
  * answer's headers are only read when a call failed (`Retry-After`), so here they stay as undici read
- * them until then (docs/performance.md, twenty-first round). test/providers/upstream-client.test.ts
+ * them until then. test/providers/upstream-client.test.ts
  * covers every method, so an undici that stopped calling them fails there.
  *
  * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherdispatchoptions-handler
@@ -336,53 +296,4 @@ class UpstreamCall implements Dispatcher.DispatchHandler {
 
 function passDeadline(call: UpstreamCall): void {
   call.onDeadline();
-}
-
-/** The value of the first header called `lowerName` (given in lower case), or undefined. */
-function headerValue(raw: RawHeaders, lowerName: string): string | undefined {
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i] as Buffer | string;
-    if (name.length === lowerName.length && latin1(name).toLowerCase() === lowerName) {
-      return latin1(raw[i + 1] as Buffer | string);
-    }
-  }
-  return undefined;
-}
-
-/**
- * An answer as the adapters read it. Its headers are only read when the call failed (Retry-After), so they
- * are put in `UpstreamHttpResponse`'s form (one string per name) when first read, not on every answer.
- */
-class ReceivedResponse implements UpstreamHttpResponse {
-  private normalized: Record<string, string | undefined> | undefined;
-
-  constructor(
-    readonly status: number,
-    private readonly received: RawHeaders,
-    readonly bodyText: string,
-  ) {}
-
-  get headers(): Record<string, string | undefined> {
-    this.normalized ??= normalizeHeaders(this.received);
-    return this.normalized;
-  }
-}
-
-/**
- * Header names in lower case, a repeated header's values joined with ", ", as text the way undici decodes
- * headers (Latin-1: one character per byte).
- */
-function normalizeHeaders(raw: RawHeaders): Record<string, string | undefined> {
-  const out: Record<string, string | undefined> = Object.create(null);
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = latin1(raw[i] as Buffer | string).toLowerCase();
-    const value = latin1(raw[i + 1] as Buffer | string);
-    const before = out[name];
-    out[name] = before === undefined ? value : `${before}, ${value}`;
-  }
-  return out;
-}
-
-function latin1(text: Buffer | string): string {
-  return typeof text === 'string' ? text : text.toString('latin1');
 }

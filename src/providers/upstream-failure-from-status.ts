@@ -14,6 +14,11 @@ export interface ErrorBodyReader {
    * (Gemini answers an invalid API key with 400 INVALID_ARGUMENT).
    */
   isCredentialError?(body: unknown): boolean;
+  /**
+   * The HTTP status an error body stands for, when it says one: an error sent inside a 2xx stream has no
+   * status of its own (see `streamedFailure`).
+   */
+  statusOf?(body: unknown): number | undefined;
 }
 
 export interface ReadOptions {
@@ -48,7 +53,8 @@ export function upstreamFailureFromStatus(
   let kind = failureKindForStatus(response.status);
   if (kind === 'rejected' && body !== undefined && reader.isCredentialError?.(body) === true) kind = 'auth';
   const extracted = body === undefined ? undefined : reader.extractMessage(body);
-  const upstreamMessage = extracted === undefined ? undefined : cleanMessage(extracted, options.secret);
+  const upstreamMessage =
+    extracted === undefined ? undefined : cleanUpstreamMessage(extracted, options.secret);
   const status = response.status;
   // A refusal's message is the upstream's own words (it may be shown to the caller); the others say
   // what happened first, for the operator's logs.
@@ -91,7 +97,11 @@ function tryParseJson(text: string): unknown {
   }
 }
 
-function cleanMessage(message: string, secret: string | undefined): string | undefined {
+/**
+ * An upstream's own message as it may be passed on: whitespace collapsed, `secret` (the key, which an
+ * upstream may echo back) removed, cut to `MAX_UPSTREAM_MESSAGE_CHARS`; `undefined` when nothing is left.
+ */
+export function cleanUpstreamMessage(message: string, secret: string | undefined): string | undefined {
   let text = message.replace(/\s+/g, ' ').trim();
   if (secret !== undefined && secret !== '') text = text.split(secret).join('[redacted]');
   if (text === '') return undefined;

@@ -7,14 +7,15 @@
  * - After tool results → `Simulated reply from <slug>: <name> returned <result>` (results joined with
  *   '; ', each cut to 200 characters).
  * - Structured output → `JSON.stringify(generate(schema))`; JSON mode → `{"reply": <the usual text>}`.
- * - Otherwise the usual reply (`fullReplyText`), noting the media it saw.
+ * - Otherwise the usual reply (`fullReplyText`; 40 filler words unless the simulator is set to write more,
+ *   for longer streams), noting the media it saw.
  * Choice i > 0 appends ` (choice i+1)` to its text (JSON-schema answers stay the same for every choice).
  * Reasoning tokens come first; the text is truncated so that reasoning plus text never pass the cap.
  */
 import type { Conversation, ToolSpec } from './conversation.js';
 import { mediaNote } from './media.js';
 import { toolCallTokens } from './prompt-tokens.js';
-import { composeReply, cutReply, type Finish, fullReplyText, tokenCount } from './reply.js';
+import { composeReply, cutReply, type Finish, fullReplyText, REPLY_WORDS, tokenCount } from './reply.js';
 import { generate, type JsonValue, lastWord } from './schema.js';
 
 /** Characters of each tool result quoted in the reply that follows it. */
@@ -80,7 +81,7 @@ function isPlain(conv: Conversation): boolean {
 }
 
 /** The full, untruncated text of choice `index`. */
-function fullText(slug: string, conv: Conversation, index: number): string {
+function fullText(slug: string, conv: Conversation, index: number, words: number): string {
   const { output } = conv;
   if (output.kind === 'json_schema')
     return JSON.stringify(generate(output.schema, lastWord(conv.lastUserText)));
@@ -90,17 +91,23 @@ function fullText(slug: string, conv: Conversation, index: number): string {
   }
   let text =
     conv.toolResults === null
-      ? fullReplyText(slug, conv.lastUserText, mediaNote(conv.media))
+      ? fullReplyText(slug, conv.lastUserText, mediaNote(conv.media), words)
       : resultsText(slug, conv);
   if (index > 0) text += ` (choice ${index + 1})`;
   return output.kind === 'json_object' ? JSON.stringify({ reply: text }) : text;
 }
 
-function textChoice(slug: string, conv: Conversation, index: number, reasoning: number): ChoiceAnswer {
+function textChoice(
+  slug: string,
+  conv: Conversation,
+  index: number,
+  reasoning: number,
+  words: number,
+): ChoiceAnswer {
   const reply =
     index === 0 && reasoning === 0 && isPlain(conv)
-      ? composeReply(slug, conv.lastUserText, conv.cap, conv.stops)
-      : cutReply(fullText(slug, conv, index), conv.cap - reasoning, conv.stops);
+      ? composeReply(slug, conv.lastUserText, conv.cap, conv.stops, words)
+      : cutReply(fullText(slug, conv, index, words), conv.cap - reasoning, conv.stops);
   return {
     text: reply.text,
     finish: reply.finish,
@@ -138,8 +145,8 @@ function callChoice(conv: Conversation, calls: ToolCallAnswer[], reasoning: numb
   };
 }
 
-/** The answer to a valid request. */
-export function answer(slug: string, conv: Conversation): Answer {
+/** The answer to a valid request; `words`: filler words of the usual reply. */
+export function answer(slug: string, conv: Conversation, words = REPLY_WORDS): Answer {
   const reasoning = Math.min(conv.reasoningTokens, conv.cap);
   const tools = chosenTools(conv);
   const word = tools.length > 0 ? lastWord(conv.lastUserText) : '';
@@ -152,7 +159,7 @@ export function answer(slug: string, conv: Conversation): Answer {
       });
       choices.push(callChoice(conv, calls, reasoning));
     } else {
-      choices.push(textChoice(slug, conv, index, reasoning));
+      choices.push(textChoice(slug, conv, index, reasoning, words));
     }
   }
   let completionTokens = 0;

@@ -1,5 +1,15 @@
 import type { SimFault } from './types.js';
 
+/** The fault kinds only a streamed request takes: one that does not stream passes them by, uncounted. */
+const STREAM_ONLY: ReadonlySet<SimFault['kind']> = new Set(['cut', 'stall', 'stream_error']);
+
+/** A fault that acts on a stream once it is under way. */
+export type StreamFault = Extract<SimFault, { afterChunks: number }>;
+
+export function isStreamFault(fault: SimFault | null): fault is StreamFault {
+  return fault !== null && STREAM_ONLY.has(fault.kind);
+}
+
 interface Entry {
   fault: SimFault;
   /** Uses left; undefined = until changed. */
@@ -24,9 +34,10 @@ export class FaultBook {
   }
 
   /** The fault that applies to this request of `slug` (counting one use), or null. */
-  take(slug: string): SimFault | null {
+  take(slug: string, streaming = false): SimFault | null {
     const entry = this.entries.get(slug);
     if (!entry) return null;
+    if (!streaming && STREAM_ONLY.has(entry.fault.kind)) return null;
     if (entry.remaining !== undefined) {
       entry.remaining -= 1;
       if (entry.remaining <= 0) this.entries.delete(slug);
@@ -45,6 +56,10 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 
 function isNonNegativeInt(value: unknown): value is number {
   return typeof value === 'number' && Number.isInteger(value) && value >= 0;
+}
+
+function isErrorStatus(value: unknown): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= 400 && value <= 599;
 }
 
 /** Validates a fault received over the control API; returns an error message when it is not one. */
@@ -89,6 +104,24 @@ export function parseFault(value: unknown): SimFault | null | string {
     case 'slow': {
       if (!isNonNegativeInt(value.delayMs)) return 'fault.delayMs must be a non-negative integer';
       return { kind: 'slow', delayMs: value.delayMs, ...t };
+    }
+    case 'cut':
+    case 'stall': {
+      if (!isNonNegativeInt(value.afterChunks)) return 'fault.afterChunks must be a non-negative integer';
+      return { kind: value.kind, afterChunks: value.afterChunks, ...t };
+    }
+    case 'stream_error': {
+      const { afterChunks, status, message } = value;
+      if (!isNonNegativeInt(afterChunks)) return 'fault.afterChunks must be a non-negative integer';
+      if (status !== undefined && !isErrorStatus(status)) return 'fault.status must be 400–599';
+      if (message !== undefined && typeof message !== 'string') return 'fault.message must be a string';
+      return {
+        kind: 'stream_error',
+        afterChunks,
+        ...(status === undefined ? {} : { status }),
+        ...(message === undefined ? {} : { message }),
+        ...t,
+      };
     }
     default:
       return `unknown fault kind ${JSON.stringify(value.kind)}`;

@@ -15,6 +15,9 @@ export interface Reply {
 /** Cap used when the request gives none. */
 export const DEFAULT_CAP = 4096;
 
+/** Filler words of the usual reply, unless the simulator is set to write more (or fewer). */
+export const REPLY_WORDS = 40;
+
 const FILLER = [
   'the',
   'quiet',
@@ -73,20 +76,20 @@ export function textHash(text: string): number {
 
 /**
  * The full (untruncated) deterministic reply: the slug, the first words of the last user message, then
- * 40 filler words chosen from the prompt — always more than 40 tokens, and short enough (< ~90 tokens) that
- * ordinary caps are not reached. `note` (e.g. ` (saw 1 image)`, see `mediaNote`) follows the slug; the
- * filler does not depend on it.
+ * `words` (40) filler words chosen from the prompt — with 40, always more than 40 tokens and 200
+ * characters, and short enough (< ~90 tokens) that ordinary caps are not reached. `note` (e.g.
+ * ` (saw 1 image)`, see `mediaNote`) follows the slug; the filler does not depend on it.
  */
-export function fullReplyText(slug: string, lastUserText: string, note = ''): string {
-  const words = lastUserText
+export function fullReplyText(slug: string, lastUserText: string, note = '', words = REPLY_WORDS): string {
+  const opening = lastUserText
     .split(/\s+/)
     .filter((w) => w.length > 0)
     .slice(0, 8)
     .map((w) => w.slice(0, 24));
-  const start = textHash(`${slug}\n${lastUserText}`);
+  const seed = textHash(`${slug}\n${lastUserText}`);
   const filler: string[] = [];
-  for (let i = 0; i < 40; i++) filler.push(FILLER[(start + i * 7) % FILLER.length] as string);
-  return `Simulated reply from ${slug}${note} to: ${words.join(' ')} … ${filler.join(' ')}.`;
+  for (let i = 0; i < words; i++) filler.push(FILLER[(seed + i * 7) % FILLER.length] as string);
+  return `Simulated reply from ${slug}${note} to: ${opening.join(' ')} … ${filler.join(' ')}.`;
 }
 
 /** Replies already composed, by their inputs (short prompts only), oldest first. */
@@ -99,21 +102,22 @@ const COMPOSED_MAX_TEXT = 1024;
 /**
  * The reply as returned: cut at the first stop sequence found, then truncated to `cap` tokens
  * (encode → slice → decode). A pure function of its arguments, so the replies to short prompts are kept
- * (512 at most): composing one tokenizes it, ~25 µs, a third of the simulator's CPU per request, which on
- * the benchmark's machine shares a core with the load generator.
+ * (512 at most): composing one tokenizes it, a large share of the simulator's CPU per request, which in
+ * the benchmark shares a core with the load generator.
  */
 export function composeReply(
   slug: string,
   lastUserText: string,
   cap: number,
   stops: readonly string[],
+  words = REPLY_WORDS,
 ): Readonly<Reply> {
-  if (lastUserText.length > COMPOSED_MAX_TEXT) return composeReplyNow(slug, lastUserText, cap, stops);
+  if (lastUserText.length > COMPOSED_MAX_TEXT) return composeReplyNow(slug, lastUserText, cap, stops, words);
   // String(cap): JSON writes NaN and ±Infinity alike as null.
-  const key = JSON.stringify([slug, String(cap), stops, lastUserText]);
+  const key = JSON.stringify([slug, String(cap), stops, lastUserText, words]);
   const known = composed.get(key);
   if (known) return known;
-  const reply = Object.freeze(composeReplyNow(slug, lastUserText, cap, stops));
+  const reply = Object.freeze(composeReplyNow(slug, lastUserText, cap, stops, words));
   if (composed.size >= COMPOSED_MAX) composed.delete(composed.keys().next().value as string);
   composed.set(key, reply);
   return reply;
@@ -130,8 +134,9 @@ export function composeReplyNow(
   lastUserText: string,
   cap: number,
   stops: readonly string[],
+  words = REPLY_WORDS,
 ): Reply {
-  return cutReply(fullReplyText(slug, lastUserText), cap, stops);
+  return cutReply(fullReplyText(slug, lastUserText, '', words), cap, stops);
 }
 
 /**

@@ -3,26 +3,42 @@ import type { Socket } from 'node:net';
 import { answer as answerOf } from './answer.js';
 import { type ControlTarget, handleControl } from './control.js';
 import { anthropicFormat } from './formats/anthropic.js';
+import { anthropicStreamer } from './formats/anthropic-stream.js';
 import { geminiFormat } from './formats/gemini.js';
+import { geminiStreamer } from './formats/gemini-stream.js';
 import { openaiFormat } from './formats/openai.js';
+import { openaiStreamer } from './formats/openai-stream.js';
 import {
   type Conversation,
   type FormatAdapter,
   type HttpReply,
+  type IncomingCall,
   isRejection,
   type Usage,
 } from './formats/shared.js';
 import { parseJson, plainHeaders, readBody, sendJson, sendRaw } from './http.js';
 import { promptTokens } from './reply.js';
-import type { SimFault, SimRequest } from './types.js';
+import { streamAnswer } from './stream-answer.js';
+import type { FormatStreamer, StreamAsk } from './stream-plan.js';
+import type { SimFault, SimRequest, SimStream, WireFormat } from './types.js';
 
 export const FORMATS: readonly FormatAdapter[] = [openaiFormat, anthropicFormat, geminiFormat];
 
+const STREAMERS: Readonly<Record<WireFormat, FormatStreamer>> = {
+  'openai-compatible': openaiStreamer,
+  anthropic: anthropicStreamer,
+  gemini: geminiStreamer,
+};
+
 /** The simulator state the HTTP layer reads and records into. */
 export interface SimCore extends ControlTarget {
-  takeFault(slug: string): SimFault | null;
+  /** `streaming`: whether the request streams (the stream faults pass other requests by). */
+  takeFault(slug: string, streaming: boolean): SimFault | null;
   latencyMs(): number;
+  /** Filler words of the usual reply. */
+  replyWords(): number;
   record(slug: string, request: SimRequest): void;
+  recordStream(slug: string, stream: SimStream): void;
 }
 
 export interface SimServer {
@@ -66,11 +82,20 @@ export function createSimServer(core: SimCore): SimServer {
     sendJson(res, reply.status, reply.body, reply.headers);
   }
 
-  /** 200 headers promising more than is sent, part of a JSON body, then the socket is destroyed. */
-  function resetConnection(res: ServerResponse): void {
+  /**
+   * 200 headers promising more than is sent, part of a JSON body, then the socket is destroyed; for a
+   * stream, stream headers and part of a first event.
+   */
+  function resetConnection(res: ServerResponse, streamType: string | null): void {
+    if (streamType === null) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '4096' });
+    } else {
+      res.writeHead(200, { 'content-type': streamType, 'cache-control': 'no-cache' });
+    }
     const partial =
-      '{"id":"sim-reset","object":"chat.completion","choices":[{"index":0,"message":{"content":"Simul';
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': '4096' });
+      streamType === null
+        ? '{"id":"sim-reset","object":"chat.completion","choices":[{"index":0,"message":{"content":"Simul'
+        : 'data: {"id":"sim-reset","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"Simul';
     res.write(partial, () => {
       const timer = setTimeout(() => {
         timers.delete(timer);
@@ -86,8 +111,9 @@ export function createSimServer(core: SimCore): SimServer {
     slug: string,
     conv: Conversation,
     fault: SimFault | null,
+    stream: { ask: StreamAsk; path: string } | null,
   ): Promise<void> {
-    const answer = answerOf(slug, conv);
+    const answer = answerOf(slug, conv, core.replyWords());
     // Counted only when reported: an upstream that reports no usage is how the gateway's own counting of
     // huge prompts is tested, and counting them here would stall this process first.
     let usage: Usage | null;
@@ -107,6 +133,21 @@ export function createSimServer(core: SimCore): SimServer {
       };
     }
     await delay(core.latencyMs() + (fault?.kind === 'slow' ? fault.delayMs : 0));
+    if (stream) {
+      return streamAnswer(res, {
+        streamer: STREAMERS[adapter.format],
+        slug,
+        path: stream.path,
+        conv,
+        answer,
+        usage,
+        ask: stream.ask,
+        fault,
+        settings: core.streamSettings(),
+        record: (record) => core.recordStream(slug, record),
+        closing: () => closing,
+      });
+    }
     if (fault?.kind === 'no_choices' && usage) {
       sendJson(res, 200, adapter.noChoices(slug, conv, usage));
       return;
@@ -124,7 +165,9 @@ export function createSimServer(core: SimCore): SimServer {
     const result = await readBody(req);
     const headers = plainHeaders(req);
     const body = result.tooLarge ? null : parseJson(result.raw);
-    core.record(slug, { path: url.pathname, headers, body });
+    const call: IncomingCall = { subpath, method: req.method ?? '', headers, query: url.searchParams, body };
+    const streamer = STREAMERS[adapter.format];
+    core.record(slug, { path: url.pathname, headers, body, stream: streamer.requested(call) });
     if (result.tooLarge) return send(res, adapter.error(413, 'Request body is larger than 8 MiB.'));
     const endpoint = adapter.matchEndpoint(subpath);
     if (!endpoint) return send(res, adapter.error(404, `Unknown path ${url.pathname}`));
@@ -132,23 +175,22 @@ export function createSimServer(core: SimCore): SimServer {
       const reply = adapter.error(405, `Method ${req.method ?? ''} not allowed; use POST.`);
       return send(res, { ...reply, headers: { allow: 'POST' } });
     }
-    const denied = adapter.authenticate({
-      subpath,
-      method: req.method,
-      headers,
-      query: url.searchParams,
-      body,
-    });
+    const denied = adapter.authenticate(call);
     if (denied) return send(res, denied);
     const conv = adapter.parse(body, endpoint.model);
     if (isRejection(conv)) return send(res, adapter.error(400, conv.rejected, conv.param));
+    const asked = streamer.asked(call);
+    if (asked !== null && isRejection(asked))
+      return send(res, adapter.error(400, asked.rejected, asked.param));
+    const stream = asked === null ? null : { ask: asked, path: url.pathname };
 
-    const fault = core.takeFault(slug);
+    // Faults that answer before any stream starts act on a streamed request as on any other.
+    const fault = core.takeFault(slug, stream !== null);
     switch (fault?.kind) {
       case 'hang':
         return; // never answered; close() destroys the socket
       case 'reset':
-        return resetConnection(res);
+        return resetConnection(res, stream && streamer.contentType(stream.ask));
       case 'status': {
         const reply = adapter.error(
           fault.status,
@@ -163,7 +205,7 @@ export function createSimServer(core: SimCore): SimServer {
       case 'null':
         return sendRaw(res, 200, 'null');
       default:
-        return answer(res, adapter, slug, conv, fault);
+        return answer(res, adapter, slug, conv, fault, stream);
     }
   }
 
@@ -194,10 +236,16 @@ export function createSimServer(core: SimCore): SimServer {
     closed ??= new Promise<void>((resolve) => {
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
-      server.close(() => resolve());
+      // Settled once every socket has closed too (the server's close comes first), so that what the
+      // streams record of their end is there when close() returns.
+      const socketsClosed = [...sockets].map(
+        (socket) => new Promise<void>((done) => socket.once('close', () => done())),
+      );
+      const serverClosed = new Promise<void>((done) => server.close(() => done()));
       server.closeAllConnections();
       for (const socket of sockets) socket.destroy();
       sockets.clear();
+      void Promise.all([serverClosed, ...socketsClosed]).then(() => resolve());
     });
     return closed;
   }

@@ -23,7 +23,20 @@ export type SimFault =
   /** A normal answer that reports these usage numbers. */
   | { kind: 'usage'; promptTokens: number; completionTokens: number; times?: number }
   /** A normal answer after `delayMs`. */
-  | { kind: 'slow'; delayMs: number; times?: number };
+  | { kind: 'slow'; delayMs: number; times?: number }
+  /**
+   * Streams only (a request that does not stream passes it by, uncounted): after `afterChunks` content
+   * pieces the socket is destroyed, without the stream's ending events.
+   */
+  | { kind: 'cut'; afterChunks: number; times?: number }
+  /** Streams only: after `afterChunks` content pieces nothing more is sent until the client closes. */
+  | { kind: 'stall'; afterChunks: number; times?: number }
+  /**
+   * Streams only: after `afterChunks` content pieces, the format's mid-stream error (an OpenAI `data:
+   * {"error":…}`, an Anthropic `event: error`, Gemini's bare JSON error) ends the stream. `status` picks
+   * the error's type (default: 500 OpenAI, 529 `overloaded_error` Anthropic, 503 `UNAVAILABLE` Gemini).
+   */
+  | { kind: 'stream_error'; afterChunks: number; status?: number; message?: string; times?: number };
 
 /** One request received for a provider slug. */
 export interface SimRequest {
@@ -33,6 +46,45 @@ export interface SimRequest {
   headers: Record<string, string | undefined>;
   /** The parsed JSON body, or the raw string when it is not JSON. */
   body: unknown;
+  /** Whether it asked for a stream (`"stream": true`, Gemini's `:streamGenerateContent`). */
+  stream: boolean;
+}
+
+/**
+ * How a streamed answer is cut up and paced. A content piece is one text / thinking / arguments delta
+ * (with `n` > 1, one per choice, sent together); every streamed string is split into about `chunks`
+ * pieces (at most one per character), tool-call arguments included; a Gemini function call is one piece.
+ */
+export interface StreamSettings {
+  /** Pieces each streamed string is split into (>= 1). Default 12. */
+  chunks: number;
+  /**
+   * Content pieces per second (fractions allowed); 0 = as fast as the client reads. Default 0, so that
+   * the tests do not wait; `tollgate demo` or the benchmark set a pace.
+   */
+  chunksPerSecond: number;
+}
+
+/** How one streamed answer went, for the tests' assertions. Times are epoch milliseconds. */
+export interface SimStream {
+  /** The URL path of the request. */
+  path: string;
+  /** When the simulator started it (after the latency): the 200 and the first events. */
+  startedAt: number;
+  /** Content pieces of the whole answer. */
+  piecesPlanned: number;
+  /** Content pieces handed to the socket (what the simulator "billed" if it ended early). */
+  piecesSent: number;
+  /**
+   * `open`: being written; `stalled`: a `stall` fault holds it; `complete`: every event sent;
+   * `client_closed`: the client closed the connection before the end; `cut` / `error_event`: ended by
+   * that fault; `shutdown`: `close()` ended it.
+   */
+  outcome: 'open' | 'stalled' | 'complete' | 'client_closed' | 'cut' | 'error_event' | 'shutdown';
+  /** When the simulator saw the client close the connection before the stream ended, else null. */
+  closedEarlyAt: number | null;
+  /** When it ended, however it ended; null while open or stalled. */
+  endedAt: number | null;
 }
 
 export interface Simulator {
@@ -41,11 +93,18 @@ export interface Simulator {
   /** The base URL a provider of `format` named `slug` is configured with. */
   baseUrl(format: WireFormat, slug: string): string;
   setFault(slug: string, fault: SimFault | null): void;
-  /** Delay (ms) before every normal answer. */
+  /** Delay (ms) before every normal answer (before a stream's first event). */
   setLatency(ms: number): void;
+  /** Changes the given stream settings. */
+  setStream(settings: Partial<StreamSettings>): void;
+  streamSettings(): StreamSettings;
+  /** Filler words of the usual reply (default 40), streamed or not: longer answers for longer streams. */
+  setReplyWords(words: number): void;
   /** Every request received for that slug, oldest first. */
   requests(slug: string): SimRequest[];
-  /** Clears faults and recorded requests; latency back to the start value. */
+  /** Every stream answered for that slug, oldest first (copies, as they are now). */
+  streams(slug: string): SimStream[];
+  /** Clears faults, recorded requests and streams; latency and the settings back to their start values. */
   reset(): void;
   /** Stops the server; destroys open sockets (including hung requests). */
   close(): Promise<void>;
@@ -58,4 +117,10 @@ export interface SimulatorOptions {
   port?: number;
   /** Default 0: delay before every normal answer. */
   latencyMs?: number;
+  /** Default 12 (see `StreamSettings`). */
+  streamChunks?: number;
+  /** Default 0: as fast as the client reads. */
+  streamChunksPerSecond?: number;
+  /** Default 40. */
+  replyWords?: number;
 }

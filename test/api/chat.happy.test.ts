@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nanoToUsd, tokenCost } from '../../src/billing/money.js';
+import { nanoToUsd, tokenCost } from '../../src/money/money.js';
 import { PROVIDER_NAMES, type ProviderName } from '../../src/providers/types.js';
 import { type Harness, hello, startHarness } from '../helpers/harness.js';
 
@@ -55,7 +55,7 @@ describe('POST /api/v1/chat/completions — success', () => {
     const outputNano = tokenCost(body.usage.completion_tokens, p.outputPriceNano);
     expect(body.meta.cost.input).toBe(nanoToUsd(inputNano));
     expect(body.meta.cost.output).toBe(nanoToUsd(outputNano));
-    // Spec §2.4 rule 1, exactly as JavaScript numbers.
+    // The total is input + output, exactly as JavaScript numbers (docs/api.md, "Response (200)").
     expect(body.meta.cost.total).toBe(body.meta.cost.input + body.meta.cost.output);
 
     const after = await h.balanceNano();

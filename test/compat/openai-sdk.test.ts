@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { nanoToUsd, tokenCost } from '../../src/billing/money.js';
+import { nanoToUsd, tokenCost } from '../../src/money/money.js';
 import { PROVIDER_NAMES } from '../../src/providers/types.js';
 import type { Harness } from '../helpers/harness.js';
 import { guardNetwork, simulatedUsage, startListening } from './compat-helpers.js';

@@ -30,6 +30,8 @@ export function providerConfig(
     enabled: true,
     timeoutMs: 30_000,
     connectTimeoutMs: 5_000,
+    firstByteTimeoutMs: 60_000,
+    streamIdleTimeoutMs: 30_000,
     inAutoRotation: true,
     imageTokens: 1600,
   };

@@ -26,7 +26,10 @@ export const ANTHROPIC_VERSION = '2023-06-01';
  * `reasoning_effort` when thinking cannot be turned on; a json_schema `description`; the OpenAI-only
  * fields `OPENAI_ONLY_FIELDS` marks `drop`; and the message fields the conversation lost.
  *
+ * With `stream`, the body adds `stream: true` (server-sent events; the usage comes in them unasked).
+ *
  * @see https://docs.anthropic.com/en/api/messages
+ * @see https://docs.anthropic.com/en/docs/build-with-claude/streaming
  * @see https://docs.anthropic.com/en/api/versioning
  * @see https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs
  * @see https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#feature-compatibility
@@ -34,6 +37,7 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 export function buildAnthropicRequest(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
+  options?: { stream?: boolean },
 ): UpstreamHttpRequest {
   const { params } = request;
   const prompt = convertToAnthropicMessages(request.messages);
@@ -81,6 +85,8 @@ export function buildAnthropicRequest(
   for (const field of Object.keys(OPENAI_ONLY_FIELDS) as (keyof OpenAIOnlyFields)[]) {
     if (OPENAI_ONLY_FIELDS[field] === 'drop' && request.openai[field] !== undefined) dropped.add(field);
   }
+
+  if (options?.stream === true) body.stream = true;
 
   const { url, headers } = target(provider);
   const built: UpstreamHttpRequest = { url, headers, body: JSON.stringify(body) };

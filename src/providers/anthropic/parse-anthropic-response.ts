@@ -9,6 +9,7 @@ import type {
 } from '../types.js';
 import { readSuccessBody } from '../upstream-failure-from-status.js';
 import { anthropicErrorReader } from './anthropic-error.js';
+import { anthropicRefusalExplanation } from './anthropic-refusal-explanation.js';
 import { convertAnthropicUsage } from './convert-anthropic-usage.js';
 import { JSON_OBJECT_TOOL_NAME } from './json-object-tool.js';
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
@@ -55,7 +56,7 @@ export function parseAnthropicResponse(
   // The forced JSON tool's call is the answer, not a call for the caller to run.
   if (json !== undefined && finishReason === 'tool_calls' && toolCalls.length === 0) finishReason = 'stop';
   const choice: ChoiceResult = { text: json ?? (text === '' ? null : text), toolCalls, finishReason };
-  const refusal = refusalExplanation(body);
+  const refusal = anthropicRefusalExplanation(body);
   if (refusal !== undefined) choice.refusal = refusal;
   return {
     choices: [choice],
@@ -70,11 +71,4 @@ function readToolUse(block: Record<string, unknown>, status: number): ToolCall {
     throw badResponse('upstream tool_use block has no id or name', status);
   }
   return { id, name, arguments: JSON.stringify(input ?? {}) };
-}
-
-/** @see https://docs.anthropic.com/en/docs/test-and-evaluate/strengthen-guardrails/handle-streaming-refusals */
-function refusalExplanation(body: Record<string, unknown>): string | undefined {
-  if (body.stop_reason !== 'refusal' || !isRecord(body.stop_details)) return undefined;
-  const { explanation } = body.stop_details;
-  return typeof explanation === 'string' && explanation !== '' ? explanation : undefined;
 }

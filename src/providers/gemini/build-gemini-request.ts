@@ -19,12 +19,17 @@ import type { GeminiRequestBody } from './gemini-wire-types.js';
  * `dropped`: message fields, tool settings, sampling settings, then the OpenAI-only fields
  * `OPENAI_ONLY_FIELDS` marks `drop` (the ones it marks `refuse` never get here: see `geminiRefusal`).
  *
+ * With `stream`, the same body goes to `:streamGenerateContent?alt=sse` (server-sent events, each a
+ * `GenerateContentResponse`) instead.
+ *
  * @see https://ai.google.dev/api/generate-content#method:-models.generatecontent
+ * @see https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent
  * @see https://ai.google.dev/api/generate-content#request-body
  */
 export function buildGeminiRequest(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
+  options?: { stream?: boolean },
 ): UpstreamHttpRequest {
   const prompt = convertToGeminiContents(request.messages, request.model);
   const tools = convertGeminiTools(request.tools, request.toolChoice, request.parallelToolCalls);
@@ -41,9 +46,10 @@ export function buildGeminiRequest(
     if (OPENAI_ONLY_FIELDS[field] === 'drop' && request.openai[field] !== undefined) dropped.add(field);
   }
   const made = target(provider);
+  const method = options?.stream === true ? STREAM : GENERATE;
   const built: UpstreamHttpRequest = {
     // The model is the provider's own on every call the gateway makes; any other is joined afresh.
-    url: request.model === provider.model ? made.url : modelUrl(provider, request.model),
+    url: request.model === provider.model ? made[method] : modelUrl(provider, request.model, method),
     headers: made.headers,
     body: JSON.stringify(body),
   };
@@ -51,12 +57,16 @@ export function buildGeminiRequest(
   return built;
 }
 
-function modelUrl(provider: ProviderConfig, model: string): string {
-  return joinUrl(provider.baseUrl, `/v1beta/models/${encodeURIComponent(model)}:generateContent`);
+const GENERATE = ':generateContent';
+const STREAM = ':streamGenerateContent?alt=sse';
+
+function modelUrl(provider: ProviderConfig, model: string, method: typeof GENERATE | typeof STREAM): string {
+  return joinUrl(provider.baseUrl, `/v1beta/models/${encodeURIComponent(model)}${method}`);
 }
 
 const target = perProvider((provider) => ({
-  url: modelUrl(provider, provider.model),
+  [GENERATE]: modelUrl(provider, provider.model, GENERATE),
+  [STREAM]: modelUrl(provider, provider.model, STREAM),
   headers: Object.freeze({
     'x-goog-api-key': provider.apiKey ?? '',
     'content-type': 'application/json',

@@ -1,8 +1,8 @@
-import { badResponse, isRecord } from '../json-value.js';
+import { isRecord } from '../json-value.js';
 import type { ChoiceResult, ToolCall } from '../types.js';
 import { convertGeminiLogprobs } from './convert-gemini-logprobs.js';
-import { geminiToolCallId } from './gemini-tool-call-id.js';
-import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
+import { geminiChoiceFinishReason } from './map-gemini-finish-reason.js';
+import { readGeminiFunctionCall } from './read-gemini-function-call.js';
 
 /** What a candidate is read with: the answer's ids and what the request asked for. */
 export interface CandidateContext {
@@ -20,14 +20,10 @@ export interface CandidateContext {
  * One Gemini `Candidate` as a choice:
  * - `text`: its text parts joined, thought summaries (`thought: true`) left out; `null` when there is no
  *   text (only function calls, or no content at all: blocked, or the budget all spent on thinking);
- * - `toolCalls`: its `functionCall` parts in order, `arguments` the JSON text of `args` (`{}` when
- *   absent), `id` Gemini's own when it sends one, otherwise generated (`geminiToolCallId`);
- * - `finishReason`: `tool_calls` when it made calls and stopped (Gemini says `STOP`), otherwise
- *   `mapGeminiFinishReason` (calls that ran into the token limit stay `length`, blocked ones
- *   `content_filter`);
+ * - `toolCalls`: its `functionCall` parts in order (`readGeminiFunctionCall`);
+ * - `finishReason`: `geminiChoiceFinishReason`'s (`tool_calls` when it made calls and stopped);
  * - `logprobs`, when asked for: `convertGeminiLogprobs` of its `logprobsResult`.
- * Other parts (inline data, code execution) are not part of an OpenAI answer and are skipped. A
- * `functionCall` without a name, or whose `args` is not an object, makes the answer unreadable.
+ * Other parts (inline data, code execution) are not part of an OpenAI answer and are skipped.
  *
  * @see https://ai.google.dev/api/generate-content#candidate
  * @see https://ai.google.dev/api/caching#Part
@@ -44,43 +40,27 @@ export function convertGeminiCandidate(
   for (const [index, part] of parts.entries()) {
     if (!isRecord(part)) continue;
     if (part.functionCall !== undefined) {
-      toolCalls.push(readFunctionCall(part.functionCall, index, context));
+      toolCalls.push(
+        readGeminiFunctionCall(part.functionCall, {
+          responseId: context.responseId,
+          modelVersion: context.modelVersion,
+          turn: context.turn,
+          candidate: context.position,
+          part: index,
+        }),
+      );
     } else if (typeof part.text === 'string' && part.thought !== true) {
       texts.push(part.text);
     }
   }
   const text = texts.join('');
-  const mapped = mapGeminiFinishReason(candidate.finishReason);
   const choice: ChoiceResult = {
     text: text === '' ? null : text,
     toolCalls,
-    finishReason: toolCalls.length > 0 && mapped === 'stop' ? 'tool_calls' : mapped,
+    finishReason: geminiChoiceFinishReason(candidate.finishReason, toolCalls.length > 0),
   };
   if (context.logprobs !== undefined) {
     choice.logprobs = convertGeminiLogprobs(candidate.logprobsResult, context.logprobs.top);
   }
   return choice;
-}
-
-function readFunctionCall(call: unknown, part: number, context: CandidateContext): ToolCall {
-  if (!isRecord(call) || typeof call.name !== 'string' || call.name === '') {
-    throw badResponse('upstream functionCall has no name');
-  }
-  const args = call.args ?? {};
-  if (!isRecord(args)) throw badResponse('upstream functionCall args is not an object');
-  const name = call.name;
-  const argumentsText = JSON.stringify(args);
-  const id =
-    typeof call.id === 'string' && call.id !== ''
-      ? call.id
-      : geminiToolCallId({
-          responseId: context.responseId,
-          modelVersion: context.modelVersion,
-          turn: context.turn,
-          candidate: context.position,
-          part,
-          name,
-          arguments: argumentsText,
-        });
-  return { id, name, arguments: argumentsText };
 }

@@ -2,12 +2,14 @@ import type { ProviderAdapter } from '../types.js';
 import { buildGeminiRequest } from './build-gemini-request.js';
 import { geminiRefusal } from './gemini-refusal.js';
 import { parseGeminiResponse } from './parse-gemini-response.js';
+import { createGeminiStreamParser } from './parse-gemini-stream.js';
 
 /** The Gemini API (`generateContent`) adapter (prov-gemini). */
 export const geminiAdapter: ProviderAdapter = Object.freeze({
   wireFormat: 'gemini',
   refusal: geminiRefusal,
   buildRequest: buildGeminiRequest,
+  streamParser: createGeminiStreamParser,
   parseResponse: parseGeminiResponse,
 });
 
@@ -24,5 +26,7 @@ export { GEMINI_MAX_CANDIDATES, GEMINI_MAX_TOP_LOGPROBS, geminiRefusal } from '.
 export { geminiThinkingBudget } from './gemini-thinking-budget.js';
 export { geminiThoughtSignature } from './gemini-thought-signature.js';
 export { geminiToolCallId } from './gemini-tool-call-id.js';
-export { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
+export { geminiChoiceFinishReason, mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 export { parseGeminiResponse } from './parse-gemini-response.js';
+export { createGeminiStreamParser } from './parse-gemini-stream.js';
+export { readGeminiFunctionCall } from './read-gemini-function-call.js';

@@ -5,7 +5,7 @@ import type { FinishReason } from '../types.js';
  * filtering, `MAX_TOKENS` is length, and everything else is `stop`: `STOP`, `LANGUAGE`, `OTHER`, the
  * function-calling failures (`MALFORMED_FUNCTION_CALL`, `UNEXPECTED_TOOL_CALL`, `TOO_MANY_TOOL_CALLS`:
  * the model stopped without a usable call), `NO_IMAGE`, `IMAGE_OTHER`, unknown and missing. A candidate
- * that made function calls and stopped (Gemini says `STOP`) is `tool_calls`: see `convertGeminiCandidate`.
+ * that made function calls and stopped (Gemini says `STOP`) is `tool_calls`: see `geminiChoiceFinishReason`.
  *
  * @see https://ai.google.dev/api/generate-content#FinishReason
  */
@@ -25,4 +25,16 @@ export function mapGeminiFinishReason(finishReason: unknown): FinishReason {
     default:
       return 'stop';
   }
+}
+
+/**
+ * The finish reason of a candidate: `mapGeminiFinishReason`'s, except that one that made function calls
+ * and stopped is `tool_calls` (Gemini says `STOP`); calls cut by the token limit stay `length`, blocked
+ * ones `content_filter`.
+ *
+ * @see https://ai.google.dev/gemini-api/docs/function-calling#how-it-works
+ */
+export function geminiChoiceFinishReason(finishReason: unknown, madeCalls: boolean): FinishReason {
+  const mapped = mapGeminiFinishReason(finishReason);
+  return madeCalls && mapped === 'stop' ? 'tool_calls' : mapped;
 }

@@ -17,12 +17,16 @@ import type { OpenAIChatRequestBody } from './openai-wire-types.js';
  *
  * The format is OpenAI's own, so every setting of the call is sent, rebuilt from the normalised request
  * under its OpenAI name: the messages (`convertToOpenAIMessages`), `max_tokens` (the cap the hold covers,
- * per choice), `stream: false`, each sampling parameter the caller set, `n` (only above 1), `logprobs` and
+ * per choice), `stream`, each sampling parameter the caller set, `n` (only above 1), `logprobs` and
  * `top_logprobs`, `tools`, `tool_choice`, `parallel_tool_calls`, `response_format`, `reasoning_effort` and
  * each OpenAI-only field (`metadata`, `store`, `service_tier`, …). Nothing is dropped, so `dropped` is
  * never set; a host that lacks a field says so itself (see `openaiRefusal`).
  *
+ * With `stream`, the body asks for server-sent events (`stream: true`) and always for the usage chunk that
+ * ends them (`stream_options.include_usage`), whatever the caller asked: the gateway bills from it.
+ *
  * @see https://platform.openai.com/docs/api-reference/chat/create
+ * @see https://platform.openai.com/docs/api-reference/chat/create#chat-create-stream_options
  * @see https://api-docs.deepseek.com/api/create-chat-completion
  * @see https://console.groq.com/docs/api-reference#chat-create
  * @see https://docs.mistral.ai/api/#tag/chat/operation/chat_completion_v1_chat_completions_post
@@ -30,14 +34,17 @@ import type { OpenAIChatRequestBody } from './openai-wire-types.js';
 export function buildOpenAIRequest(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
+  options?: { stream?: boolean },
 ): UpstreamHttpRequest {
   const { params } = request;
+  const stream = options?.stream === true;
   const body: OpenAIChatRequestBody = {
     model: request.model,
     messages: convertToOpenAIMessages(request.messages),
     max_tokens: request.maxTokens,
-    stream: false,
+    stream,
   };
+  if (stream) body.stream_options = { include_usage: true };
   if (params.temperature !== undefined) body.temperature = params.temperature;
   if (params.top_p !== undefined) body.top_p = params.top_p;
   if (params.stop !== undefined) body.stop = params.stop;

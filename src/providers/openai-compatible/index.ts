@@ -2,6 +2,7 @@ import type { ProviderAdapter } from '../types.js';
 import { buildOpenAIRequest } from './build-openai-request.js';
 import { openaiRefusal } from './openai-refusal.js';
 import { parseOpenAIResponse } from './parse-openai-response.js';
+import { createOpenAIStreamParser } from './parse-openai-stream.js';
 
 /**
  * The one adapter for every OpenAI-compatible upstream (DeepSeek, Qwen, Kimi, Groq's gpt-oss-120b and
@@ -11,6 +12,7 @@ export const openaiCompatibleAdapter: ProviderAdapter = Object.freeze({
   wireFormat: 'openai-compatible',
   refusal: openaiRefusal,
   buildRequest: buildOpenAIRequest,
+  streamParser: createOpenAIStreamParser,
   parseResponse: parseOpenAIResponse,
 });
 
@@ -23,7 +25,9 @@ export { convertToOpenAIToolChoice, convertToOpenAITools } from './convert-to-op
 export { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
 export { openaiErrorReader } from './openai-error.js';
 export { openaiRefusal } from './openai-refusal.js';
+export { OpenAIStreamChoice } from './openai-stream-choice.js';
 export { openaiToolCallId } from './openai-tool-call-id.js';
 export { parseOpenAIChoice } from './parse-openai-choice.js';
 export { parseOpenAIResponse } from './parse-openai-response.js';
+export { createOpenAIStreamParser } from './parse-openai-stream.js';
 export { readOpenAIToolCalls } from './read-openai-tool-calls.js';

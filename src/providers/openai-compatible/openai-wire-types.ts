@@ -73,7 +73,9 @@ export interface OpenAIChatRequestBody extends OpenAIOnlyFields {
   model: string;
   messages: OpenAIMessage[];
   max_tokens: number;
-  stream: false;
+  stream: boolean;
+  /** Only with `stream: true`: asks for the usage chunk that ends the stream. */
+  stream_options?: { include_usage: true };
   temperature?: number;
   top_p?: number;
   stop?: string[];

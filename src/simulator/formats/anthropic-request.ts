@@ -222,7 +222,7 @@ function parseOrThrow(body: unknown): Conversation {
   noExtra(body, TOP_LEVEL, '');
   const { messages } = body;
   if (!Array.isArray(messages) || messages.length === 0) fail('messages: must be a non-empty array');
-  if (body.stream === true) fail('stream: the simulator does not stream');
+  // `stream` is read by the streamer (anthropic-stream.ts).
   let stops: string[] = [];
   if (isStringArray(body.stop_sequences)) stops = body.stop_sequences;
   else if (body.stop_sequences !== undefined) fail('stop_sequences: must be an array of strings');

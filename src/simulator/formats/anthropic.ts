@@ -36,7 +36,7 @@ function errorType(status: number): string {
   }
 }
 
-function stopReason(choice: ChoiceAnswer): string {
+export function stopReason(choice: ChoiceAnswer): string {
   switch (choice.finish) {
     case 'tool_calls':
       return 'tool_use';
@@ -49,11 +49,11 @@ function stopReason(choice: ChoiceAnswer): string {
   }
 }
 
-function error(status: number, message: string): HttpReply {
+export function error(status: number, message: string): HttpReply {
   return { status, body: { type: 'error', error: { type: errorType(status), message } } };
 }
 
-function usageBody(usage: Usage) {
+export function usageBody(usage: Usage) {
   return {
     input_tokens: usage.promptTokens,
     output_tokens: usage.completionTokens,

@@ -1,5 +1,6 @@
 /**
- * Gemini generateContent (`POST {baseUrl}/v1beta/models/{model}:generateContent`, `x-goog-api-key` or `?key=`).
+ * Gemini generateContent (`POST {baseUrl}/v1beta/models/{model}:generateContent`, `x-goog-api-key` or `?key=`;
+ * `:streamGenerateContent` streams, see `gemini-stream.ts`).
  * Function calls come back as `functionCall` parts without an `id` (as the Gemini Developer API answers
  * for Gemini 2.x models), finish `STOP`; `candidateCount` candidates; log probabilities as
  * `logprobsResult` + `avgLogprobs`; thinking as `usageMetadata.thoughtsTokenCount`, which — as Gemini
@@ -10,7 +11,7 @@
  * @see https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes
  */
 import type { ChoiceAnswer } from '../answer.js';
-import { tokenLogprobs } from '../logprobs.js';
+import { type TokenLogprob, tokenLogprobs } from '../logprobs.js';
 import { parseGeminiRequest, THOUGHT_TEXT } from './gemini-request.js';
 import { type Conversation, type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
@@ -32,15 +33,15 @@ function statusName(status: number): string {
   return STATUS[status] ?? (status >= 500 ? 'INTERNAL' : 'INVALID_ARGUMENT');
 }
 
-function finishReason(choice: ChoiceAnswer): string {
+export function finishReason(choice: ChoiceAnswer): string {
   return choice.finish === 'length' ? 'MAX_TOKENS' : 'STOP';
 }
 
-function error(status: number, message: string): HttpReply {
+export function error(status: number, message: string): HttpReply {
   return { status, body: { error: { code: status, message, status: statusName(status) } } };
 }
 
-function usageMetadata(usage: Usage) {
+export function usageMetadata(usage: Usage) {
   return {
     promptTokenCount: usage.promptTokens,
     candidatesTokenCount: usage.completionTokens - usage.reasoningTokens,
@@ -50,7 +51,11 @@ function usageMetadata(usage: Usage) {
 }
 
 function logprobsOf(text: string, top: number) {
-  const tokens = tokenLogprobs(text, top);
+  return logprobsOfTokens(tokenLogprobs(text, top), top);
+}
+
+/** `avgLogprobs` and `logprobsResult` of these tokens. */
+export function logprobsOfTokens(tokens: readonly TokenLogprob[], top: number) {
   const chosen = tokens.map((t) => ({ token: t.token, tokenId: t.tokenId, logProbability: t.logprob }));
   const sum = chosen.reduce((total, c) => total + c.logProbability, 0);
   return {
@@ -94,7 +99,7 @@ export const geminiFormat: FormatAdapter = {
   prefix: '/gemini',
   baseUrl: (url, slug) => `${url}/gemini/${encodeURIComponent(slug)}`,
   matchEndpoint(subpath) {
-    const match = /^\/v1beta\/models\/([^/]+):generateContent$/.exec(subpath);
+    const match = /^\/v1beta\/models\/([^/]+):(?:generateContent|streamGenerateContent)$/.exec(subpath);
     return match ? { model: decodeURIComponent(match[1] as string) } : null;
   },
   authenticate(call) {

@@ -224,10 +224,7 @@ function parseOrThrow(body: unknown): Conversation {
     const value = body[field];
     if (!isAbsent(value) && !isPositiveInt(value)) fail(`'${field}' must be a positive integer.`, field);
   }
-  if (body.stream === true) fail('The simulator does not stream; stream must be false or absent.', 'stream');
-  if (!isAbsent(body.stream_options)) {
-    fail("The 'stream_options' parameter is only allowed when 'stream' is enabled.", 'stream_options');
-  }
+  // `stream` and `stream_options` are read by the streamer (openai-stream.ts).
   let stops: string[] = [];
   if (typeof body.stop === 'string') stops = [body.stop];
   else if (isStringArray(body.stop)) stops = body.stop;

@@ -7,7 +7,7 @@
  * @see https://platform.openai.com/docs/api-reference/chat/object
  */
 import type { ChoiceAnswer } from '../answer.js';
-import { tokenBytes, tokenLogprobs } from '../logprobs.js';
+import { type TokenLogprob, tokenBytes, tokenLogprobs } from '../logprobs.js';
 import { parseOpenAIRequest } from './openai-request.js';
 import { type Conversation, type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
@@ -20,12 +20,12 @@ function errorType(status: number): { type: string; code: string | null } {
   return { type: 'invalid_request_error', code: null };
 }
 
-function finishReason(choice: ChoiceAnswer): string {
+export function finishReason(choice: ChoiceAnswer): string {
   if (choice.finish === 'tool_calls') return 'tool_calls';
   return choice.finish === 'length' ? 'length' : 'stop';
 }
 
-function error(status: number, message: string, param: string | null = null): HttpReply {
+export function error(status: number, message: string, param: string | null = null): HttpReply {
   const { type, code } = errorType(status);
   return { status, body: { error: { message, type, code, param } } };
 }
@@ -39,7 +39,7 @@ function envelope(conv: Conversation) {
   };
 }
 
-function usageBody(usage: Usage) {
+export function usageBody(usage: Usage) {
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
@@ -51,7 +51,12 @@ function usageBody(usage: Usage) {
 
 /** `choices[].logprobs.content`: one entry per o200k token of the text. */
 function logprobsContent(text: string, top: number) {
-  return tokenLogprobs(text, top).map((t) => ({
+  return logprobEntries(tokenLogprobs(text, top));
+}
+
+/** `logprobs.content` entries of these tokens. */
+export function logprobEntries(tokens: readonly TokenLogprob[]) {
+  return tokens.map((t) => ({
     token: t.token,
     logprob: t.logprob,
     bytes: tokenBytes(t.token),

@@ -14,7 +14,7 @@ export function reject(message: string, param: string | null = null): Rejection 
   return { rejected: message, param };
 }
 
-export function isRejection(value: Conversation | Rejection): value is Rejection {
+export function isRejection<T extends object>(value: T | Rejection): value is Rejection {
   return 'rejected' in value;
 }
 

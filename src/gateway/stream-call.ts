@@ -1,0 +1,325 @@
+import type { Hold } from '../billing/billing.js';
+import { capWithinHold, type HoldPlanInput, promptTokenBound } from '../billing/estimate.js';
+import { GatewayError } from '../errors.js';
+import type { SseEvent } from '../providers/sse-decoder.js';
+import type {
+  ChatResult,
+  ChoiceResult,
+  ProviderConfig,
+  StreamDelta,
+  StreamParser,
+  UpstreamChatRequest,
+  UpstreamUsage,
+} from '../providers/types.js';
+import { UpstreamError } from '../providers/types.js';
+import type { UpstreamEventStream } from '../providers/upstream-stream-call.js';
+import type { UsageRecord } from '../store/types.js';
+import { callSpec, noteFailedAttempt, usageProblem } from './call-spec.js';
+import type { GatewayDeps, Served, StreamCut } from './deps.js';
+import { StreamAnswer } from './stream-answer.js';
+import type { ChatCompletion, ChatRequest, RequestContext, StreamOutcome, StreamSink } from './types.js';
+import { toGatewayError } from './upstream-failure.js';
+
+/** What the streamed call shares with the plain one (`Gateway`): routing and holding, settling, failing. */
+export interface CallSteps {
+  prepare(
+    ctx: RequestContext,
+    req: ChatRequest,
+    deadline: number,
+  ): Promise<{ hold: Hold; plan: HoldPlanInput; explicit: boolean; candidates: ProviderConfig[] }>;
+  settle(
+    ctx: RequestContext,
+    req: ChatRequest,
+    hold: Hold,
+    served: Served,
+    cut?: StreamCut,
+  ): Promise<ChatCompletion>;
+  failedUsage(
+    ctx: RequestContext,
+    provider: ProviderConfig | undefined,
+    errorCode: string,
+    httpStatus: number,
+  ): UsageRecord;
+}
+
+/** An upstream whose stream has produced its first deltas: from here on the call is this provider's. */
+interface Opened {
+  provider: ProviderConfig;
+  cap: number;
+  request: UpstreamChatRequest;
+  dropped: string[];
+  parser: StreamParser;
+  /** The upstream's events still to read (none for an upstream that answered with one JSON body). */
+  events: AsyncIterator<SseEvent> | undefined;
+  close: () => void;
+  first: StreamDelta[];
+  /** A JSON answer (the upstream ignored `stream`): its usage and model, read whole. */
+  whole?: ChatResult;
+}
+
+type Failure = { provider: ProviderConfig; error: UpstreamError };
+
+/**
+ * A streamed call: route and hold exactly as a plain call does, then open the upstream's stream, failing
+ * over (under auto routing) only until an upstream has produced its first delta — nothing has reached the
+ * client before that. Then the deltas are relayed as they come, at the client's pace, and the call is
+ * settled when the stream ends: from the upstream's usage, or (no usage, a cut, the client gone) from the
+ * tokens of what arrived, never above the hold.
+ */
+export async function streamCall(
+  gateway: CallSteps,
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  req: ChatRequest,
+  sink: StreamSink,
+): Promise<StreamOutcome> {
+  const now = deps.now ?? Date.now;
+  const deadline = ctx.startedAt + deps.config.streamTimeoutMs;
+  const { hold, plan, explicit, candidates } = await gateway.prepare(ctx, req, deadline);
+  let opened: Opened | undefined;
+  let lastFailure: Failure | undefined;
+  try {
+    ({ opened, lastFailure } = await openFirst(deps, req, hold, plan, explicit, deadline, sink, now));
+    ctx.provider = opened?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
+  } catch (err) {
+    await deps.billing.release(hold, gateway.failedUsage(ctx, candidates[0], 'internal_error', 500));
+    throw err;
+  }
+  if (!opened) {
+    const error = sink.clientGone
+      ? new GatewayError('provider_error', 'The client left before the answer began.')
+      : lastFailure
+        ? toGatewayError(lastFailure.provider.name, lastFailure.error)
+        : new GatewayError('no_provider_available', 'No provider is available for this request right now.', {
+            retryAfterSeconds: 30,
+          });
+    await deps.billing.release(
+      hold,
+      gateway.failedUsage(ctx, lastFailure?.provider ?? candidates[0], error.code, error.status),
+    );
+    throw error;
+  }
+  return relay(gateway, deps, ctx, req, hold, plan, opened, sink);
+}
+
+/** Tries the hold's candidates in order until one's stream carries a delta (or all have failed). */
+async function openFirst(
+  deps: GatewayDeps,
+  req: ChatRequest,
+  hold: Hold,
+  plan: HoldPlanInput,
+  explicit: boolean,
+  deadline: number,
+  sink: StreamSink,
+  now: () => number,
+): Promise<{ opened?: Opened; lastFailure?: Failure }> {
+  const { registry, upstream, adapterFor, observer } = deps;
+  let lastFailure: Failure | undefined;
+  for (const provider of hold.candidates) {
+    if (sink.clientGone) break;
+    const remaining = deadline - now();
+    if (remaining <= 0) {
+      lastFailure ??= { provider, error: new UpstreamError('timeout', 'request deadline passed') };
+      break;
+    }
+    if (!registry.health.tryAcquire(provider.name)) continue;
+    const cap = capWithinHold(provider, hold.amountNano, plan);
+    if (cap === undefined) {
+      registry.health.releaseProbe(provider.name);
+      continue;
+    }
+    const adapter = adapterFor(provider.wireFormat);
+    const started = performance.now();
+    let stream: UpstreamEventStream | undefined;
+    // A client that leaves before the answer begins ends the upstream call too (nothing is charged then).
+    const abandon = new AbortController();
+    sink.onClientGone(() => abandon.abort());
+    try {
+      const request: UpstreamChatRequest = { ...callSpec(req, provider), maxTokens: cap };
+      const httpRequest = adapter.buildRequest(provider, request, { stream: true });
+      const dropped = httpRequest.dropped ?? [];
+      const result = await upstream.openStream(httpRequest, {
+        firstByteTimeoutMs: Math.min(provider.firstByteTimeoutMs, remaining),
+        idleTimeoutMs: provider.streamIdleTimeoutMs,
+        deadlineMs: remaining,
+        connectTimeoutMs: provider.connectTimeoutMs,
+        signal: abandon.signal,
+      });
+      let opened: Opened;
+      if (result.kind === 'response') {
+        // A non-2xx answer throws here (classified by status); a 2xx JSON answer is relayed as one piece.
+        const whole = adapter.parseResponse(provider, result.response, request);
+        opened = {
+          provider,
+          cap,
+          request,
+          dropped,
+          parser: adapter.streamParser(provider, request),
+          events: undefined,
+          close: () => {},
+          first: deltasOf(whole.choices),
+          whole,
+        };
+      } else {
+        stream = result;
+        const parser = adapter.streamParser(provider, request);
+        const events = result.events[Symbol.asyncIterator]();
+        const first = await firstDeltas(parser, events);
+        opened = { provider, cap, request, dropped, parser, events, close: result.close, first };
+      }
+      const seconds = (performance.now() - started) / 1000;
+      observer?.upstreamAttempt(provider.name, 'ok', seconds);
+      observer?.streamStarted?.(provider.name, seconds);
+      registry.health.recordSuccess(provider.name);
+      return { opened };
+    } catch (err) {
+      stream?.close();
+      noteFailedAttempt(deps, provider, err, started, true);
+      lastFailure = { provider, error: err };
+      if (explicit || !err.retryable) break;
+    }
+  }
+  return { lastFailure };
+}
+
+/** Reads events until one carries a delta; a stream that ends or fails first is the upstream's failure. */
+async function firstDeltas(parser: StreamParser, events: AsyncIterator<SseEvent>): Promise<StreamDelta[]> {
+  for (;;) {
+    const next = await events.next();
+    if (next.done === true) {
+      throw new UpstreamError('bad_response', 'upstream stream ended before any of the answer arrived');
+    }
+    const deltas = parser.event(next.value.data, next.value.name);
+    if (deltas.length > 0) return deltas;
+    if (parser.done()) throw new UpstreamError('bad_response', 'upstream stream ended with an empty answer');
+  }
+}
+
+/** A whole answer as the deltas of one event (a JSON answer to a stream request; a replay). */
+export function deltasOf(choices: readonly ChoiceResult[]): StreamDelta[] {
+  const deltas: StreamDelta[] = [];
+  choices.forEach((choice, index) => {
+    if (choice.text !== null) deltas.push({ type: 'text', choice: index, text: choice.text });
+    if (choice.refusal !== undefined) deltas.push({ type: 'refusal', choice: index, text: choice.refusal });
+    choice.toolCalls.forEach((call, i) => {
+      deltas.push({
+        type: 'tool_call',
+        choice: index,
+        index: i,
+        id: call.id,
+        name: call.name,
+        arguments: call.arguments,
+      });
+    });
+    if (choice.logprobs) deltas.push({ type: 'logprobs', choice: index, logprobs: choice.logprobs });
+    deltas.push({ type: 'finish', choice: index, reason: choice.finishReason });
+  });
+  return deltas;
+}
+
+/** Relays the opened stream to the client, then settles the call by how the stream ended. */
+async function relay(
+  gateway: CallSteps,
+  deps: GatewayDeps,
+  ctx: RequestContext,
+  req: ChatRequest,
+  hold: Hold,
+  plan: HoldPlanInput,
+  opened: Opened,
+  sink: StreamSink,
+): Promise<StreamOutcome> {
+  const { provider, parser, events } = opened;
+  const answer = new StreamAnswer();
+  // The operator stops paying for tokens nobody reads: the upstream call is aborted as the client leaves.
+  sink.onClientGone(opened.close);
+  sink.begin({
+    provider: provider.name,
+    model: parser.model() ?? provider.model,
+    droppedParams: opened.dropped,
+  });
+  answer.add(opened.first);
+  let failure: UpstreamError | undefined;
+  let internal: unknown;
+  try {
+    const wait = sink.send(opened.first);
+    if (wait) await wait;
+    while (events !== undefined && !sink.clientGone) {
+      const next = await events.next();
+      if (next.done === true) break;
+      const deltas = parser.event(next.value.data, next.value.name);
+      if (deltas.length === 0) continue;
+      answer.add(deltas);
+      const pause = sink.send(deltas);
+      if (pause) await pause;
+    }
+  } catch (err) {
+    // An error of the gateway's own still ends the stream billed for what it delivered: never a hold left
+    // to expire.
+    if (err instanceof UpstreamError) failure = err;
+    else internal = err;
+  }
+  opened.close();
+
+  const completed = opened.whole !== undefined || parser.done();
+  const usage: UpstreamUsage = opened.whole?.usage ?? parser.usage();
+  const model = opened.whole?.model ?? parser.model();
+  const result: ChatResult = { choices: answer.choices(), usage, model };
+  const problem = usageProblem(result, opened.cap * req.n, promptTokenBound(plan.prompt, provider));
+  if (problem !== undefined) {
+    deps.logger.warn(
+      { provider: provider.name, problem },
+      'upstream stream reported implausible usage; counted instead',
+    );
+    result.usage = { promptTokens: undefined, completionTokens: undefined };
+  }
+  let cut: StreamCut | undefined;
+  let error: GatewayError | undefined;
+  let ending: StreamOutcome['ending'] = 'completed';
+  if (internal !== undefined) {
+    ending = 'upstream_cut';
+    error = new GatewayError('internal_error', 'The answer broke off because of an error inside Tollgate.');
+    cut = {
+      status: 'error',
+      errorCode: error.code,
+      httpStatus: error.status,
+      ending,
+      message: error.message,
+    };
+    deps.logger.error({ err: internal, provider: provider.name }, 'streamed answer failed');
+  } else if (!completed && sink.clientGone) {
+    ending = 'client_gone';
+    cut = { status: 'ok', errorCode: null, httpStatus: 200, ending };
+  } else if (!completed) {
+    ending = 'upstream_cut';
+    const cause =
+      failure ?? new UpstreamError('bad_response', 'upstream stream ended before the answer was complete');
+    const classified = toGatewayError(provider.name, cause);
+    error = new GatewayError(
+      classified.code,
+      `The answer from ${provider.name} broke off before it was complete (${cause.kind}).`,
+    );
+    cut = {
+      status: 'error',
+      errorCode: error.code,
+      httpStatus: error.status,
+      ending,
+      message: error.message,
+    };
+    deps.registry.health.recordFailure(provider.name, {});
+    deps.logger.warn({ provider: provider.name, kind: cause.kind, stream: true }, 'upstream stream cut');
+  }
+  let completion: ChatCompletion;
+  try {
+    completion = await gateway.settle(
+      ctx,
+      req,
+      hold,
+      { provider, result, cap: opened.cap, dropped: opened.dropped },
+      cut,
+    );
+  } finally {
+    // The stream has ended even when its settle fails (the store unavailable): no longer in flight.
+    deps.observer?.streamEnded?.(provider.name, ending);
+  }
+  return error === undefined ? { completion, ending } : { completion, ending, error };
+}
