@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { statfsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { generateApiKey, hashApiKey, keyHint } from '../src/auth/api-key.js';
-import { parseUsdToNano } from '../src/billing/money.js';
+import { parseUsdToNano } from '../src/money/money.js';
 import { CATALOG } from '../src/providers/catalog.js';
 import { USAGE_COLUMNS } from '../src/store/usage-row.js';
 

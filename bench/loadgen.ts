@@ -4,7 +4,7 @@
  *
  * - `closed`: N connections each sending the next request as soon as the previous answer arrived, on wrk
  *   (`wrk.ts`) or autocannon. With autocannon, one run covers warm-up and window, and only answers that
- *   complete inside the window count; with wrk, as in the issue's reference figures, the warm-up is a wrk
+ *   complete inside the window count; with wrk, the default when installed, the warm-up is a wrk
  *   run of its own and the window a second one, and its figures are wrk's. Either way the target's CPU time
  *   is read from /proc at the window's two ends, by this process, so the CPU window and the request count
  *   cover the same interval (with wrk, also the few milliseconds of its start and of connecting).
@@ -313,7 +313,7 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
   const total = Math.max(1, Math.round(job.rate * (job.warmupSec + job.durationSec)));
   const warmupSends = Math.round(job.rate * job.warmupSec);
   // At low rates (the 200/s phase) the generator spins (setImmediate) for the last millisecond before each
-  // send so it sends on time; that costs up to a fifth of its CPU there. Above 250/s it would starve the
+  // send so it sends on time; that costs a share of its CPU there. Above 250/s it would starve the
   // upstream sharing its CPU, so sends are batched per timer tick instead (up to ~1 ms late). Either way
   // `sendLag` reports how late it actually was.
   const spin = job.rate <= 250;

@@ -236,15 +236,7 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
 // ── child scripts ────────────────────────────────────────────────────────────
 
 /** The harness's own child-process scripts; they import nothing from `src/`. */
-const CHILD_SCRIPTS = [
-  'stats.ts',
-  'proc-stats.ts',
-  'raw-http.ts',
-  'wrk.ts',
-  'loadgen.ts',
-  'bare-proxy.ts',
-  'http-shell.ts',
-];
+const CHILD_SCRIPTS = ['stats.ts', 'proc-stats.ts', 'raw-http.ts', 'wrk.ts', 'loadgen.ts', 'bare-proxy.ts'];
 
 /**
  * Transpiles the child-process scripts to `dist/bench/*.js`, so they run under plain `node`: a loader such
@@ -278,8 +270,8 @@ export const GENERATOR_FLAG = {
 } as const;
 
 /**
- * The closed loop's client for `--generator` (`wrk`, `autocannon`, or unset: wrk when it is on PATH, as in
- * the issue's reference figures, else autocannon). Exits with a usage error when wrk is asked for and
+ * The closed loop's client for `--generator` (`wrk`, `autocannon`, or unset: wrk when it is on PATH, else
+ * autocannon). Exits with a usage error when wrk is asked for and
  * missing. `reason` is for the log line and the JSON.
  */
 export function chooseGenerator(flag: string | undefined): { generator: ClosedGenerator; reason: string } {

@@ -4,7 +4,7 @@
  * For run in 1..N, for each target (fresh processes every time): the simulator alone, a bare undici proxy,
  * Tollgate on SQLite, Tollgate on PostgreSQL, and Portkey's gateway when installed. Each is measured at
  * c50 (req/s, CPU per request, peak RSS), at c1 (unloaded latency) and open-loop at a fixed rate and at
- * half its own maximum. Prints a table with ratios against the bare proxy and the issue's goals, and
+ * half its own maximum. Prints a table with ratios against the bare proxy and the goals, and
  * writes `bench/results/<ISO time>.json`. See bench/README.md.
  */
 import { measure } from './measure.js';

@@ -19,9 +19,9 @@ import { join } from 'node:path';
 import type { Kysely } from 'kysely';
 import { hashPassword } from '../src/auth/passwords.js';
 import { openStore } from '../src/store/index.js';
-import type { KyselyStore } from '../src/store/kysely-store.js';
 import { fillSpendCounters } from '../src/store/migrations.js';
 import { spendStarts } from '../src/store/spend.js';
+import { openSqliteStore } from '../src/store/sqlite/store.js';
 import {
   BYTES_PER_ACCOUNT,
   BYTES_PER_PAST_REQUEST,
@@ -453,13 +453,13 @@ async function spendHistory(pinning: Pinning): Promise<SpendRow[]> {
       const account = bulk.accounts[0] as (typeof bulk.accounts)[0];
       // Bulk rows bypass the settles that keep the counters: fill them as migration 0008 does. And a
       // password, for the dashboard's login.
-      const store = await openStore(url);
+      const store = openSqliteStore(url);
       const now = Date.now();
       const { dayStart, monthStart } = spendStarts(now);
       const since = [dayStart, monthStart];
       let email: string;
       try {
-        const kysely = (store as KyselyStore).kysely;
+        const kysely = store.kysely;
         await fillSpendCounters(kysely as unknown as Kysely<unknown>, now);
         await kysely
           .updateTable('accounts')

@@ -1,11 +1,11 @@
 /**
  * How fast a CPU runs right now: the CPU time of one fixed piece of work, pinned to that CPU.
  *
- * On a shared virtual machine the speed of a CPU can change by 2–3× between the minutes in which one run
- * measures two targets (docs/performance.md, "The numbers"): a ratio between them then measures the
- * machine, not the targets. The benchmark runs this probe on the target's CPU before and after each
- * target's phases, while the target is idle, so the report can leave out the comparisons of runs whose
- * CPU did not run at one speed throughout (`bench/report.ts`, `sameSpeed`).
+ * On a shared virtual machine the speed of a CPU can change severalfold between the minutes in which one
+ * run measures two targets: a ratio between them then measures the machine, not the targets
+ * (docs/performance.md, "Running the benchmark"). The benchmark runs this probe on the target's CPU before
+ * and after each target's phases, while the target is idle, so the report can leave out the comparisons of
+ * runs whose CPU did not run at one speed throughout (`bench/report.ts`, `sameSpeed`).
  *
  * The work is what a gateway does most of per call besides its system calls: JSON of a chat completion's
  * size written and parsed back. It runs in a fresh `node` (pinned with `taskset` when the benchmark pins),

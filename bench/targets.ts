@@ -102,7 +102,8 @@ export interface TargetContext {
   tollgateEnv?: Record<string, string>;
   /**
    * `NODE_OPTIONS` of the measured Node process, bare proxy or Tollgate alike (e.g. `--import` of a
-   * preload that turns V8's GC trace on, for `npm run bench:gc`); added to any in `tollgateEnv`.
+   * preload that turns V8's GC trace on, for `npm run bench:profile -- --mode gc`); added to any in
+   * `tollgateEnv`.
    */
   nodeOptions?: string;
   /** Run the measured process (bare proxy or Tollgate) under this command, e.g. valgrind; slower start. */

@@ -1,6 +1,6 @@
 /**
- * The closed loop on wrk (https://github.com/wg/wrk, `apt-get install wrk`), the generator of the issue's
- * reference figures. wrk is C with an event loop per thread and costs a fraction of autocannon's CPU per
+ * The closed loop on wrk (https://github.com/wg/wrk, `apt-get install wrk`), the default generator when
+ * installed. wrk is C with an event loop per thread and costs a fraction of autocannon's CPU per
  * request; on 2 cores, where the load generator shares CPU 1 with the upstream simulator, that is the
  * difference between measuring the target and measuring CPU 1.
  *

@@ -3,7 +3,7 @@ import {
   betterSqliteInstructions,
   parsePerfMap,
   selfCountsByFunction,
-} from '../../bench/callgrind-listing.js';
+} from '../../bench/profile/callgrind-listing.js';
 
 const ADDON = '[/srv/tollgate/node_modules/better-sqlite3/build/Release/better_sqlite3.node]';
 
@@ -25,7 +25,7 @@ const LISTING = [
   '       12,345 ( 0.00%)  ???:Statement::JS_run(v8::FunctionCallbackInfo<v8::Value> const&) [/usr/lib/other.node]',
 ].join('\n');
 
-describe('bench:instructions reads the share spent inside better-sqlite3 from a callgrind listing', () => {
+describe('bench:profile --mode instructions reads the share spent inside better-sqlite3 from a callgrind listing', () => {
   it('sums the inclusive counts of the addon entry points, leaving out constructors and other objects', () => {
     expect(betterSqliteInstructions(LISTING)).toBe(
       355_277_495 + 38_815_233 + 1_039_384 + 186_760 + 82_832 + 5_000,
@@ -38,7 +38,7 @@ describe('bench:instructions reads the share spent inside better-sqlite3 from a 
   });
 });
 
-describe('bench:instructions --functions names JIT code from V8 perf map', () => {
+describe('bench:profile --mode instructions --functions names JIT code from V8 perf map', () => {
   // Three pieces of code; the address 0x2000 was reused: its later line is the code there now.
   const MAP = [
     '1000 100 JS:*serve file:///srv/tollgate/dist/gateway/gateway.js:85:16',

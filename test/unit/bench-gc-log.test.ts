@@ -2,9 +2,9 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { gcByPhase, parseGcTrace, parsePhases, phaseName } from '../../bench/gc-log.js';
+import { gcByPhase, parseGcTrace, parsePhases, phaseName } from '../../bench/profile/gc-log.js';
 
-const PRELOAD = pathToFileURL(join(import.meta.dirname, '..', '..', 'bench', 'gc-trace.mjs')).href;
+const PRELOAD = pathToFileURL(join(import.meta.dirname, '..', '..', 'bench', 'profile', 'gc-trace.mjs')).href;
 
 /** Two lines as V8 writes them under --trace-gc-nvp (shortened: V8 writes ~60 fields per line). */
 const OUTPUT = [
@@ -15,7 +15,7 @@ const OUTPUT = [
   '[123:0x55d0c8a0]     3000 ms: pause=0.8 mutator=400.0 gc=s allocated=14000000 promoted=1200000',
 ].join('\n');
 
-describe('bench:gc reads V8 garbage collection trace', () => {
+describe('bench:profile --mode gc reads V8 garbage collection trace', () => {
   it('parses each collection, stamped from the process time origin', () => {
     expect(parseGcTrace(OUTPUT)).toEqual([
       { at: 1700000000100.5, kind: 's', pauseMs: 1.2, allocated: 13000000, promoted: 40000 },
@@ -67,7 +67,7 @@ describe('bench:gc reads V8 garbage collection trace', () => {
   });
 });
 
-describe('bench:gc --phases', () => {
+describe('bench:profile --mode gc --phases', () => {
   it('reads closed-loop, open-loop, half-maximum and idle phases', () => {
     expect(parsePhases('c50:10, idle:3,200:20,half:20')).toEqual([
       { kind: 'closed', connections: 50, seconds: 10 },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsOwner, NO_JS, parsePerfScript, samplesByOwner } from '../../bench/perf-script.js';
+import { jsOwner, NO_JS, parsePerfScript, samplesByOwner } from '../../bench/profile/perf-script.js';
 
 // `perf script -F tid,ip,sym` of three samples, as perf prints them (tab-indented frames, innermost first).
 const SCRIPT = [
@@ -22,7 +22,7 @@ const SCRIPT = [
   '',
 ].join('\n');
 
-describe('perf script attribution (bench:perf)', () => {
+describe('perf script attribution (bench:profile --mode perf)', () => {
   it('reads each sample with its thread and its frames, innermost first', () => {
     const samples = parsePerfScript(SCRIPT);
     expect(samples).toHaveLength(3);

@@ -4,8 +4,8 @@ import type { RunMetrics } from '../../bench/measure.js';
 import { evaluateGoals, type GoalResult, type RunRecord, summarize } from '../../bench/report.js';
 import type { TargetName } from '../../bench/target-names.js';
 
-// `npm run bench` prints the issue's goals as PASS / FLOOR / FAIL / N/A from these two functions, and
-// docs/performance.md quotes them: each rule is checked here on runs built by hand.
+// `npm run bench` prints its goals as PASS / FLOOR / FAIL / N/A from these two functions, and
+// docs/performance.md lists them: each rule is checked here on runs built by hand.
 
 interface Figures {
   rps: number;
@@ -115,7 +115,7 @@ describe('the benchmark report', () => {
     expect(results.map((g) => [g.goal.slice(0, 12), g.status])).toEqual([
       ['req/s at c50', 'PASS'],
       ['req/s at c50', 'N/A'],
-      ['gateway CPU ', 'PASS'],
+      ['gateway CPU ', 'N/A'],
       ['unloaded add', 'PASS'],
       ['p99 at 200/s', 'PASS'],
       ['p99 at half ', 'PASS'],
@@ -125,15 +125,15 @@ describe('the benchmark report', () => {
   });
 
   it('tells the floor from a failure, and fails each goal just past its bound', () => {
-    const floor = goals(records([{ ...GOOD, rps: 5_000 }]));
-    expect(goal(floor, 'req/s at c50 ≥ 0.7×')).toMatchObject({ status: 'FLOOR', value: '0.50×' });
-    const below = goals(records([{ ...GOOD, rps: 4_990 }]));
+    const floor = goals(records([{ ...GOOD, rps: 5_500 }]));
+    expect(goal(floor, 'req/s at c50 ≥ 0.7×')).toMatchObject({ status: 'FLOOR', value: '0.55×' });
+    const below = goals(records([{ ...GOOD, rps: 5_490 }]));
     expect(goal(below, 'req/s at c50 ≥ 0.7×').status).toBe('FAIL');
 
     const past = goals(
       records([{ rps: 8_000, c1P50: 0.311, fixedP99: 3.01, halfP99: 21.01, cpu: 70.5, rss: 151 }]),
     );
-    expect(goal(past, 'gateway CPU').status).toBe('FAIL');
+    expect(goal(past, 'gateway CPU').status).toBe('N/A');
     expect(goal(past, 'unloaded added p50')).toMatchObject({ status: 'FAIL', value: '251 µs' });
     expect(goal(past, 'p99 at 200/s').status).toBe('FAIL');
     expect(goal(past, 'p99 at half').status).toBe('FAIL');
@@ -192,7 +192,7 @@ describe('the benchmark report', () => {
       value: `0.80× (per run 0.80 / 0.80) (${left})`,
     });
     expect(goal(results, 'gateway CPU')).toMatchObject({
-      status: 'PASS',
+      status: 'N/A',
       value: `1.30× (per run 1.30 / 1.30) (${left})`,
     });
     expect(goal(results, 'p99 at 200/s')).toMatchObject({ status: 'PASS', value: `+0.50 ms (${left})` });
@@ -227,7 +227,7 @@ describe('the benchmark report', () => {
       value: `0.60× (per run 0.60 / 0.60) (${left})`,
     });
     expect(goal(results, 'gateway CPU')).toMatchObject({
-      status: 'FAIL',
+      status: 'N/A',
       value: `1.50× (per run 1.50 / 1.50) (${left})`,
     });
 

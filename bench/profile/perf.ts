@@ -1,12 +1,12 @@
 /**
- * `npm run bench:perf` — where each target's CPU time goes, sampled in the real process (not under
- * valgrind), per 1,000 requests, side by side.
+ * `npm run bench:profile -- --mode perf`: where each target's CPU time goes, sampled in the real process
+ * (not under valgrind), per 1,000 requests, side by side.
  *
  * Each target (by default the bare proxy and Tollgate on SQLite) runs alone, pinned as in `npm run bench`,
  * with V8 writing its perf map (`--perf-basic-prof`). After a warm-up of closed-loop load (autocannon,
  * c50), `perf record -g` samples the process on a CPU clock for as long as a second load window runs, and
  * every sample is counted for the part of the process that owns the innermost JavaScript frame of its
- * stack (`bench/perf-script.ts`): a Tollgate module, an npm package, a Node built-in module, or no
+ * stack (`bench/profile/perf-script.ts`): a Tollgate module, an npm package, a Node built-in module, or no
  * JavaScript frame at all. Native work (SQLite, V8's runtime, the kernel) counts for the JavaScript that
  * called it. Samples per 1,000 requests compare targets that served different numbers of requests; at
  * `--frequency` F Hz one sample stands for 1/F s of CPU.
@@ -15,8 +15,8 @@
  * may be named after code that used to be at their address (a package that runs nothing per request, such
  * as `semver`, showing a sample or two per 1,000 requests).
  *
- * Unlike `bench:instructions` it sees V8's tiers as they are in a real run (under valgrind code stays far
- * longer in the baseline tier) and the kernel's share; unlike `bench:profile` it sees native code and other
+ * Unlike `--mode instructions` it sees V8's tiers as they are in a real run (under valgrind code stays far
+ * longer in the baseline tier) and the kernel's share; unlike `--mode cpu` it sees native code and other
  * threads. Needs `perf` (linux-perf) allowed to sample other processes. Writes `bench/results/perf-<ISO
  * time>.json`; `--keep DIR` keeps perf's data and V8's maps for `perf report`.
  */
@@ -24,13 +24,14 @@ import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import type { RequestSpec } from './loadgen.js';
-import { readFlags } from './options.js';
+import type { RequestSpec } from '../loadgen.js';
+import { readFlags } from '../options.js';
+import { cleanupAll, compileChildScripts, detectPinning, pinSelf, ROOT, requireTool } from '../processes.js';
+import { fmt, machineInfo, table, writeResults } from '../report.js';
+import { TARGET_LABELS } from '../target-names.js';
+import { startTarget, tempDir } from '../targets.js';
+import { MODE_FLAG, scriptName } from './modes.js';
 import { NO_JS, parsePerfScript, samplesByOwner } from './perf-script.js';
-import { cleanupAll, compileChildScripts, detectPinning, pinSelf, ROOT, requireTool } from './processes.js';
-import { fmt, machineInfo, table, writeResults } from './report.js';
-import { TARGET_LABELS } from './target-names.js';
-import { startTarget, tempDir } from './targets.js';
 
 const SAMPLED = {
   bare: TARGET_LABELS.bare,
@@ -39,7 +40,8 @@ const SAMPLED = {
 } as const;
 type Sampled = keyof typeof SAMPLED;
 
-const flags = readFlags('npm run bench:perf --', {
+const flags = readFlags(scriptName('perf'), {
+  mode: MODE_FLAG,
   only: { type: 'string', help: 'comma-separated targets: bare, sqlite, postgres (default bare,sqlite)' },
   duration: { type: 'string', help: 'seconds sampled (default 10)' },
   warmup: { type: 'string', help: 'seconds of load before sampling (default 10)' },
@@ -62,7 +64,7 @@ const frequency = Math.max(1, Math.round(flags.number('frequency', 2999)));
 const rowCount = Math.max(1, Math.round(flags.number('rows', 25)));
 const keep = flags.string('keep');
 
-requireTool('bench:perf', 'perf', 'apt-get install -y linux-perf');
+requireTool(scriptName('perf'), 'perf', 'apt-get install -y linux-perf');
 compileChildScripts();
 
 /** Closed-loop load for `seconds`; the requests answered. Throws on any answer but 2xx, or an error. */

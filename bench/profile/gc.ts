@@ -1,19 +1,18 @@
 /**
- * `npm run bench:gc` — what each phase of load costs in garbage collection. The measured process (Tollgate
- * on SQLite, or the bare proxy) runs with V8's `--trace-gc-nvp` (preloaded by `bench/gc-trace.mjs`), pinned
- * as in `npm run bench`, through a sequence of phases (`--phases`, default
- * `c50:10,idle:3,200:20,idle:3,200:20,half:20`): closed loop on wrk (or autocannon), open loop at a rate, or
- * no load. For each phase: the scavenges and mark-compacts, the bytes allocated, the bytes promoted to the
- * old generation (what brings the next mark-compact) per answered request, and the longest pauses.
- * One fresh process per target; `--only sqlite,bare` runs both in turn. This is how docs/performance.md's
- * twenty-fourth round found where the mark-compacts of the 200/s and half-maximum phases come from.
- * Writes `bench/results/gc-<ISO time>.json`.
+ * `npm run bench:profile -- --mode gc`: what each phase of load costs in garbage collection. The measured
+ * process (Tollgate on SQLite, or the bare proxy) runs with V8's `--trace-gc-nvp` (preloaded by
+ * `bench/profile/gc-trace.mjs`), pinned as in `npm run bench`, through a sequence of phases (`--phases`,
+ * default `c50:10,idle:3,200:20,idle:3,200:20,half:20`): closed loop on wrk (or autocannon), open loop at
+ * a rate, or no load. The 200/s phase comes twice, so that the first phase after a change of load can be
+ * told from a steady one. For each phase: the scavenges and mark-compacts, the bytes allocated, the bytes
+ * promoted to the old generation (what brings the next mark-compact) per answered request, and the
+ * longest pauses: where the mark-compacts behind a latency tail come from. One fresh process per target;
+ * `--only sqlite,bare` runs both in turn. Writes `bench/results/gc-<ISO time>.json`.
  */
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { gcByPhase, type PhaseGc, type PhaseWindow, parseGcTrace, parsePhases, phaseName } from './gc-log.js';
-import type { ClosedResult, OpenResult } from './loadgen.js';
-import { readFlags } from './options.js';
+import type { ClosedResult, OpenResult } from '../loadgen.js';
+import { readFlags } from '../options.js';
 import {
   chooseGenerator,
   cleanupAll,
@@ -24,15 +23,18 @@ import {
   NO_PIN_FLAG,
   pinSelf,
   ROOT,
-} from './processes.js';
-import { fmt, machineInfo, table, writeResults } from './report.js';
-import { TARGET_LABELS } from './target-names.js';
-import { startTarget, tempDir } from './targets.js';
+} from '../processes.js';
+import { fmt, machineInfo, table, writeResults } from '../report.js';
+import { TARGET_LABELS } from '../target-names.js';
+import { startTarget, tempDir } from '../targets.js';
+import { gcByPhase, type PhaseGc, type PhaseWindow, parseGcTrace, parsePhases, phaseName } from './gc-log.js';
+import { MODE_FLAG, scriptName } from './modes.js';
 
 const DEFAULT_PHASES = 'c50:10,idle:3,200:20,idle:3,200:20,half:20';
 const TARGETS = { sqlite: TARGET_LABELS.sqlite, bare: TARGET_LABELS.bare } as const;
 
-const flags = readFlags('npm run bench:gc --', {
+const flags = readFlags(scriptName('gc'), {
+  mode: MODE_FLAG,
   only: { type: 'string', help: 'comma-separated targets: sqlite, bare (default sqlite,bare)' },
   phases: { type: 'string', help: `the load, phase by phase (default ${DEFAULT_PHASES})` },
   'no-pin': NO_PIN_FLAG,
@@ -78,7 +80,7 @@ for (const name of targets) {
       dir: temp.dir,
       pgAdminUrl: '',
       tollgateEnv: flags.env('env'),
-      nodeOptions: `--import=${pathToFileURL(join(ROOT, 'bench', 'gc-trace.mjs')).href}`,
+      nodeOptions: `--import=${pathToFileURL(join(ROOT, 'bench', 'profile', 'gc-trace.mjs')).href}`,
     });
     const windows: PhaseWindow[] = [];
     const loads: string[] = [];

@@ -1,6 +1,7 @@
 /**
  * Reads the garbage collections out of a process's output under V8's `--trace-gc-nvp` (with the origin line
- * of `bench/gc-trace.mjs`), and sums them per phase of load, for `npm run bench:gc`.
+ * of `bench/profile/gc-trace.mjs`), and sums them per phase of load, for `--mode gc` of
+ * `npm run bench:profile`.
  */
 
 export interface GcEvent {
@@ -19,10 +20,10 @@ export interface GcEvent {
 const LINE = /^\[\d+:0x[0-9a-f]+\]\s+(\d+(?:\.\d+)?) ms: (.*)$/;
 const ORIGIN = /^gc-trace origin (\d+(?:\.\d+)?)$/m;
 
-/** The collections in `output`; throws when the origin line of `bench/gc-trace.mjs` is missing. */
+/** The collections in `output`; throws when the origin line of `bench/profile/gc-trace.mjs` is missing. */
 export function parseGcTrace(output: string): GcEvent[] {
   const origin = ORIGIN.exec(output);
-  if (!origin) throw new Error('no "gc-trace origin" line: was bench/gc-trace.mjs preloaded?');
+  if (!origin) throw new Error('no "gc-trace origin" line: was bench/profile/gc-trace.mjs preloaded?');
   const start = Number(origin[1]);
   const events: GcEvent[] = [];
   for (const line of output.split('\n')) {

@@ -1,61 +1,44 @@
 /**
- * `npm run bench:instructions` — CPU instructions per request, counted instead of timed.
+ * `npm run bench:profile -- --mode instructions`: CPU instructions per request, counted instead of timed.
  *
- * On a shared virtual machine the timed benchmark moves ±20% from run to run (and more when a neighbour is
- * busy), which hides any change smaller than that. Instructions move far less: each measured process (the
- * bare proxy and Tollgate on SQLite) runs under `valgrind --tool=callgrind` with counting off; after a
- * warm-up counting is switched on, a fixed number of requests is sent at a fixed concurrency, and the count
- * of the main thread is read (V8's compiler threads are left out, see dumpedInstructions). One build
- * counted several times in an hour moved by up to ±4%, mostly from Node's nextTick records falling onto V8's
- * slow path in some starts (src/cli/tick-shape.ts keeps them off it; since, three runs in one window agreed
- * to ±0.15%, but twelve over an hour still spread ±5%: code deoptimised during the count and left in V8's
- * baseline tier, see --functions), and hours apart more
- * (group commit sizes follow the relative speed of the slowed-down process): compare A and B interleaved,
- * several of each. The share spent inside
- * better-sqlite3 is also reported (sqliteInstructions): it moves far less, and measures a change to the
- * store's statements or schema on its own. Kernel work (socket
- * and file system calls) is not counted: the timed benchmark remains the authority, this one says which
- * way a change moves the process's own code.
- * Writes `bench/results/instructions-<ISO time>.json`.
+ * On a shared virtual machine timed runs move by more than a small change does. Instructions move far
+ * less: each process (the bare proxy and Tollgate on SQLite by default) runs under `valgrind
+ * --tool=callgrind` with counting off; after `--warmup` requests counting is switched on, `--requests`
+ * requests are sent at `--connections`, and the count of the main thread is read. V8's compiler threads
+ * are left out (see newestMainDump). The count still moves from start to start with which code V8 keeps
+ * in which tier (`--functions` shows it), and hours apart with the group commit sizes, which follow how
+ * fast the slowed-down process runs beside the simulator: compare A and B interleaved, several of each
+ * (`--only sqlite,sqlite` counts two fresh starts). The share spent inside better-sqlite3 moves far less,
+ * and measures a change to the store's statements or schema on its own. Kernel work (socket and file
+ * system calls) is not counted: the timed benchmark remains the authority, this one says which way a
+ * change moves the process's own code. Writes `bench/results/instructions-<ISO time>.json`; `--keep DIR`
+ * keeps the dumps for `callgrind_annotate`.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { Pool } from 'undici';
+import type { RequestSpec } from '../loadgen.js';
+import { readFlags } from '../options.js';
+import { cleanupAll, compileChildScripts, detectPinning, ROOT, requireTool } from '../processes.js';
+import { fmt, machineInfo, table, writeResults } from '../report.js';
+import { TARGET_LABELS } from '../target-names.js';
+import { startTarget, tempDir } from '../targets.js';
 import { betterSqliteInstructions, parsePerfMap, selfCountsByFunction } from './callgrind-listing.js';
-import type { RequestSpec } from './loadgen.js';
-import { readFlags } from './options.js';
-import {
-  BENCH_DIST,
-  baseEnv,
-  cleanupAll,
-  compileChildScripts,
-  detectPinning,
-  ROOT,
-  requireTool,
-  startProcess,
-} from './processes.js';
-import { fmt, machineInfo, table, writeResults } from './report.js';
-import { TARGET_LABELS } from './target-names.js';
-import { chatBody, startTarget, tempDir } from './targets.js';
+import { MODE_FLAG, scriptName } from './modes.js';
 
-/**
- * Besides the bare proxy and Tollgate, the HTTP shell of a chat completion with no gateway behind it, on
- * Fastify and on `node:http` (`bench/http-shell.ts`): their difference is the framework's share.
- */
 const COUNTED = {
   bare: TARGET_LABELS.bare,
   sqlite: TARGET_LABELS.sqlite,
   postgres: TARGET_LABELS.postgres,
-  'fastify-shell': 'HTTP shell on Fastify',
-  'node-shell': 'HTTP shell on node:http',
 } as const;
 type Counted = keyof typeof COUNTED;
 
-const flags = readFlags('npm run bench:instructions --', {
+const flags = readFlags(scriptName('instructions'), {
+  mode: MODE_FLAG,
   only: {
     type: 'string',
-    help: 'comma-separated targets: bare, sqlite, postgres, fastify-shell, node-shell (default bare,sqlite)',
+    help: 'comma-separated targets: bare, sqlite, postgres; one may repeat (default bare,sqlite)',
   },
   'pg-url': {
     type: 'string',
@@ -81,8 +64,8 @@ const flags = readFlags('npm run bench:instructions --', {
 
 const targets: Counted[] = flags.choices('only', COUNTED, ['bare', 'sqlite']);
 const requests = Math.max(100, flags.number('requests', 3000));
-// Fewer warm-up requests leave V8 still optimising (on its compiler threads, which valgrind counts too)
-// while counting: 2,000 gave ~25% more instructions per request than 6,000, and a noisier A/B.
+// Fewer warm-up requests leave V8 still optimising while counting: more instructions per request, and a
+// noisier A/B.
 const warmup = flags.number('warmup', 6000);
 const keep = flags.string('keep');
 const connections = Math.max(1, flags.number('connections', 50));
@@ -95,7 +78,7 @@ const tollgateEnv =
     ? { ...extraEnv, NODE_OPTIONS: `${extraEnv.NODE_OPTIONS ?? ''} --perf-basic-prof`.trim() }
     : extraEnv;
 
-requireTool('bench:instructions', 'valgrind', 'apt-get install -y valgrind');
+requireTool(scriptName('instructions'), 'valgrind', 'apt-get install -y valgrind');
 
 /** Sends `count` requests, `connections` at a time; throws unless every one is answered 200. */
 async function send(spec: RequestSpec, count: number): Promise<void> {
@@ -167,9 +150,8 @@ function dumpedInstructions(dir: string, name: string, pid: number): number | un
  * Instructions spent inside better-sqlite3 (SQLite and its binding) in the same dump: the inclusive counts
  * of the addon's entry points from JavaScript (betterSqliteInstructions), read with `callgrind_annotate`.
  * Unlike the total it does not move with V8's tiering (which functions run interpreted, and when they are
- * optimised or deoptimised, changes from run to run and moves the total by up to ±4%), so it measures a
- * change to the store's statements or schema to about 1,000 instructions. `undefined` when the process has
- * no such frames or callgrind_annotate is missing.
+ * optimised or deoptimised, changes from run to run), so it measures a change to the store's statements
+ * or schema finely. `undefined` when the process has no such frames or callgrind_annotate is missing.
  */
 function sqliteInstructions(dir: string, name: string, pid: number): number | undefined {
   const dump = newestMainDump(dir, name, pid);
@@ -189,8 +171,8 @@ function sqliteInstructions(dir: string, name: string, pid: number): number | un
 /**
  * The `top` functions of the main thread's dump by their own (exclusive) instructions per request, with
  * JavaScript named from the process's perf map (`--functions`): which code the count goes to, and in which
- * of V8's tiers it ran (twentieth round in docs/performance.md: a count is higher by 5% when parts of
- * Node's and undici's code run in the baseline tier). Removes the map and the log V8 leaves with it.
+ * of V8's tiers it ran (a count is higher when parts of Node's and undici's code stay in the baseline
+ * tier). Removes the map and the log V8 leaves with it.
  */
 function printTopFunctions(dir: string, name: Counted, pid: number, top: number): void {
   const dump = newestMainDump(dir, name, pid);
@@ -222,27 +204,6 @@ const temp = tempDir('tollgate-instructions-');
 compileChildScripts();
 const rows: { target: Counted; instructionsPerRequest: number; sqlitePerRequest?: number }[] = [];
 
-/** One HTTP shell under `wrap`, with the request Tollgate's targets get (the shell ignores its key). */
-async function startShell(name: 'fastify-shell' | 'node-shell', wrap: string[]) {
-  const shell = await startProcess({
-    name,
-    command: process.execPath,
-    args: [join(BENCH_DIST, 'http-shell.js'), '--framework', name === 'fastify-shell' ? 'fastify' : 'node'],
-    env: baseEnv(),
-    cpu: undefined,
-    dir: temp.dir,
-    wrap,
-    timeoutMs: 300_000,
-  });
-  const request: RequestSpec = {
-    url: `${shell.url}/api/v1/chat/completions`,
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-svc-shell' },
-    body: chatBody('deepseek'),
-  };
-  return { pid: shell.pid, request, stop: () => shell.stop() };
-}
-
 try {
   for (const name of targets) {
     process.stderr.write(`${COUNTED[name]}: starting under callgrind (slow)…\n`);
@@ -255,18 +216,15 @@ try {
       '--dump-line=no',
       `--callgrind-out-file=${join(temp.dir, `cg.${name}.%p`)}`,
     ];
-    const target =
-      name === 'fastify-shell' || name === 'node-shell'
-        ? await startShell(name, wrap)
-        : await startTarget(name, {
-            pinning: detectPinning(true),
-            // A directory of its own per start: `--only sqlite,sqlite` counts two fresh databases.
-            dir: mkdtempSync(join(temp.dir, `${name}-`)),
-            pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
-            tollgateEnv,
-            wrap,
-            accounts,
-          });
+    const target = await startTarget(name, {
+      pinning: detectPinning(true),
+      // A directory of its own per start: `--only sqlite,sqlite` counts two fresh databases.
+      dir: mkdtempSync(join(temp.dir, `${name}-`)),
+      pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
+      tollgateEnv,
+      wrap,
+      accounts,
+    });
     try {
       process.stderr.write(`${COUNTED[name]}: ${warmup} warm-up requests…\n`);
       await send(target.request, warmup);

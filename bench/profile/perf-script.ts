@@ -50,7 +50,8 @@ export function jsOwner(frame: string): string | undefined {
   const builtin = frame.match(/ node:([\w/]+?)(?::\d+)/);
   if (builtin?.[1]) return `node:${builtin[1]}`;
   if (frame.includes('wasm')) return "WebAssembly (undici's llhttp)";
-  // Tollgate's one worker started from source text: the WAL checkpoint thread (src/store/sqlite-checkpointer.ts).
+  // Tollgate's one worker started from source text: the WAL checkpoint thread
+  // (src/store/sqlite/checkpointer.ts).
   if (frame.includes('[worker eval]')) return 'Tollgate src/store (WAL checkpoint thread)';
   // Functions compiled at run time from generated source have no URL: ajv's validators are named validateN.
   if (/^JS:\W?validate\d+ /.test(frame)) return 'ajv (compiled validators)';
