@@ -1,4 +1,5 @@
 import { GatewayError } from '../errors.js';
+import { formatNano, maxTokensFor, tokenCost } from '../money/money.js';
 import type { ProviderConfig } from '../providers/types.js';
 import { timeOrderedHex } from '../random.js';
 import type { SettleInput, Store, UsageRecord } from '../store/types.js';
@@ -9,7 +10,6 @@ import {
   type HoldPlanInput,
   promptTokenBound,
 } from './estimate.js';
-import { formatNano, maxTokensFor, tokenCost } from './money.js';
 
 export interface Hold {
   holdId: string;
@@ -40,7 +40,7 @@ export interface CallCost {
   outputNano: number;
 }
 
-/** Actual cost of a call: ceil(tokens × price / 10^6) per side (DESIGN.md "Money"). */
+/** Actual cost of a call: ceil(tokens × price / 10^6) per side. */
 export function callCost(provider: ProviderConfig, promptTokens: number, completionTokens: number): CallCost {
   return {
     inputNano: tokenCost(promptTokens, provider.inputPriceNano),
@@ -68,7 +68,7 @@ export class Billing {
   }
 
   /**
-   * Holds an upper bound of the call's cost (DESIGN.md "Holds"): enough for every candidate at its desired
+   * Holds an upper bound of the call's cost: enough for every candidate at its desired
    * cap when the balance allows; otherwise enough for the first candidate, at a lowered cap when the caller
    * gave none; otherwise 402 insufficient_balance.
    */

@@ -1,3 +1,4 @@
+import { maxTokensFor, tokenCost } from '../money/money.js';
 import type {
   ChatMessage,
   ContentPart,
@@ -5,7 +6,6 @@ import type {
   ResponseFormat,
   ToolDefinition,
 } from '../providers/types.js';
-import { maxTokensFor, tokenCost } from './money.js';
 
 /** Chat-template overhead upstreams count beyond the text (docs/api.md, "Holds"). */
 export const TOKENS_PER_MESSAGE = 8;

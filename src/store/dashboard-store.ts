@@ -1,46 +1,12 @@
-import { randomBytes } from 'node:crypto';
-import {
-  type CompiledQuery,
-  type ExpressionBuilder,
-  type Kysely,
-  type RawBuilder,
-  type SqlBool,
-  sql,
-} from 'kysely';
-import { DatabaseUnavailableError, isStatementTimeout } from './database-unavailable.js';
-import { KyselyStore } from './kysely-store.js';
-import {
-  ADMIN_REPORTS,
-  DEFAULT_REPORT_TIMEOUT_MS,
-  type FairSlots,
-  ReportTimeoutError,
-} from './report-limits.js';
-import { type AccountsTable, type Database, type NewAccountRow, toNumber, toNumberOrNull } from './schema.js';
-import { REPORT_ALIVE_FUNCTION, type SqliteReader, SqliteReaderError } from './sqlite-reader.js';
-import type { Account, AccountRole, AccountStatus, Store, UsageStatus } from './types.js';
+import type { CompiledQuery, ExpressionBuilder, Kysely, RawBuilder, SqlBool } from 'kysely';
+import { chargedOf } from './ledger-rules.js';
+import { newId } from './new-id.js';
+import type { Account, AccountStatus, UsageStatus } from './records.js';
+import { ADMIN_REPORTS } from './report-limits.js';
+import { type Database, type NewAccountRow, sumOf, toNumber, toNumberOrNull } from './schema.js';
+import { ACCOUNT_COLUMNS, toAccount } from './shared/account-row.js';
 
 const DAY_MS = 86_400_000;
-
-function newId(prefix: string): string {
-  return `${prefix}_${randomBytes(12).toString('hex')}`;
-}
-
-function sumOf(value: string | number | bigint | null | undefined): number {
-  return value === null || value === undefined ? 0 : toNumber(value);
-}
-
-function toAccount(
-  row: Pick<AccountsTable, 'id' | 'email' | 'role' | 'status' | 'balance_nano' | 'created_at'>,
-) {
-  return {
-    id: row.id,
-    email: row.email,
-    role: row.role as AccountRole,
-    status: row.status as AccountStatus,
-    balanceNano: toNumber(row.balance_nano),
-    createdAt: toNumber(row.created_at),
-  } satisfies Account;
-}
 
 /** A live dashboard session and the account it belongs to. */
 export interface SessionRecord {
@@ -184,92 +150,57 @@ const INVITE_COLUMNS = [
   'revoked_at',
 ] as const;
 
-/** How the dashboard's reports are bounded (`report-limits.ts`). */
-export interface DashboardReports {
-  /** Each report's time bound, its wait for a turn included. */
-  timeoutMs: number;
-  /**
-   * PostgreSQL: where the reports take turns (one account's never hold up another's); each then runs with a
-   * `statement_timeout` of what is left of its bound. The SQLite reader keeps its own turns.
-   */
-  postgresSlots?: FairSlots;
-}
-
-/** A query a report runs: compiled for the reader thread, or executed where it was built. */
-interface ReportQuery<O> {
+/** A query a report runs: compiled for another connection, or executed where it was built. */
+export interface ReportQuery<O> {
   compile(): CompiledQuery<O>;
   execute(): Promise<O[]>;
 }
 
 /**
+ * Adds a time check to a report's query that may read many rows of `table`, where the database running it
+ * needs one to stop at the report's time bound (SQLite's reader threads, `sqlite/reports.ts`); elsewhere it
+ * returns the query as it is.
+ */
+export type TimeCheck = <QB extends { where(expression: RawBuilder<SqlBool>): QB }>(
+  query: QB,
+  table: 'usage' | 'accounts',
+) => QB;
+
+/**
+ * Where the dashboard's reports run, in turns fair to every account and within their time bound: built per
+ * database (`sqlite/reports.ts`, `postgres/reports.ts`). Past its bound a report fails with
+ * `ReportTimeoutError` (503 `service_unavailable`).
+ */
+export interface ReportRunner {
+  /** The rows of a report for `owner` (an account, or `ADMIN_REPORTS`); `build` makes its query. */
+  run<O>(owner: string, build: (check: TimeCheck) => ReportQuery<O>): Promise<O[]>;
+}
+
+/** The query as it is. */
+export const NO_TIME_CHECK: TimeCheck = (query) => query;
+
+/** Reports run where the query builder runs every query, unbounded (an in-memory database, tests). */
+export const DIRECT_REPORTS: ReportRunner = {
+  run: (_owner, build) => build(NO_TIME_CHECK).execute(),
+};
+
+/**
  * The dashboard's repository: sessions, invites, sign-up, account administration and the read models
- * of the usage pages. It shares the Kysely instance (and so the transactions' locking rules) of
- * `KyselyStore`, and uses only the query builder, so it runs on SQLite and PostgreSQL alike. Every
- * usage query is bounded (a page, or a day range) and served by an index of migration 0003.
+ * of the usage pages. It shares the query builder (and so the transactions' locking rules) of the store
+ * it belongs to, and uses only the query builder, so it runs on SQLite and PostgreSQL alike. Every usage
+ * query is bounded (a page, or a day range) and served by an index of migration 0003; the reports — the
+ * queries that may read many rows — run where the database's `ReportRunner` runs them.
  */
 export class DashboardStore {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: () => number = Date.now,
-    /** SQLite on a file: where the reports run, off the event loop (`sqlite-reader.ts`). */
-    private readonly reader?: SqliteReader,
-    private readonly reports: DashboardReports = { timeoutMs: DEFAULT_REPORT_TIMEOUT_MS },
+    private readonly reports: ReportRunner = DIRECT_REPORTS,
   ) {}
 
-  /**
-   * The rows of a report for `owner` (an account, or `ADMIN_REPORTS`): a query that may read many rows (an
-   * account's usage, every account). `build` makes the query; given a deadline, it adds the reader
-   * thread's time check (`bounded`). On SQLite it runs on a reader thread, in the owner's turn, so the
-   * event loop serves API calls meanwhile — or, should no thread be available, on the serving connection
-   * as before (unbounded); on PostgreSQL the server runs it, in the owner's turn, with a statement timeout.
-   * Past its time bound it fails with `ReportTimeoutError` (503 `service_unavailable`).
-   */
-  private async report<O>(
-    owner: string,
-    build: (deadline: number | undefined) => ReportQuery<O>,
-  ): Promise<O[]> {
-    const { timeoutMs, postgresSlots } = this.reports;
-    // The real clock, as the reader thread's check reads it (`now` may be a test's).
-    const deadline = Date.now() + timeoutMs;
-    if (this.reader) {
-      try {
-        return await this.reader.all(build(deadline).compile(), { owner, deadline, timeoutMs });
-      } catch (error) {
-        if (error instanceof SqliteReaderError && error.unavailable) return build(undefined).execute();
-        throw error;
-      }
-    }
-    if (!postgresSlots) return build(undefined).execute();
-    const query = build(undefined).compile();
-    return postgresSlots.run(
-      owner,
-      deadline,
-      () => new ReportTimeoutError('waiting', timeoutMs),
-      () => this.onPostgres(query, deadline, timeoutMs),
-    );
-  }
-
-  /**
-   * Runs a report's query on PostgreSQL, cancelled by the server at the report's deadline: the
-   * transaction's `statement_timeout` is what is left of the bound, or the connection's own
-   * (`DATABASE_STATEMENT_TIMEOUT_MS`) when that is shorter.
-   */
-  private async onPostgres<O>(query: CompiledQuery<O>, deadline: number, timeoutMs: number): Promise<O[]> {
-    const leftMs = Math.ceil(deadline - Date.now());
-    if (leftMs <= 0) throw new ReportTimeoutError('waiting', timeoutMs);
-    try {
-      return await this.db.transaction().execute(async (trx) => {
-        await sql`select set_config('statement_timeout', least(
-            nullif((select setting::bigint from pg_settings where name = 'statement_timeout'), 0),
-            ${leftMs})::text, true)`.execute(trx);
-        return (await trx.executeQuery(query)).rows;
-      });
-    } catch (error) {
-      if (error instanceof DatabaseUnavailableError && isStatementTimeout(error.cause)) {
-        throw new ReportTimeoutError('running', timeoutMs);
-      }
-      throw error;
-    }
+  /** The rows of a report for `owner` (an account, or `ADMIN_REPORTS`): a query that may read many rows. */
+  private report<O>(owner: string, build: (check: TimeCheck) => ReportQuery<O>): Promise<O[]> {
+    return this.reports.run(owner, build);
   }
 
   // ── sessions ─────────────────────────────────────────────────────────────
@@ -347,7 +278,7 @@ export class DashboardStore {
   async findLogin(email: string): Promise<LoginRecord | undefined> {
     const row = await this.db
       .selectFrom('accounts')
-      .select(['id', 'email', 'role', 'status', 'balance_nano', 'created_at', 'password_hash'])
+      .select([...ACCOUNT_COLUMNS, 'password_hash'])
       .where('email', '=', email)
       .executeTakeFirst();
     return row && { account: toAccount(row), passwordHash: row.password_hash };
@@ -478,7 +409,7 @@ export class DashboardStore {
         await trx.deleteFrom('sessions').where('account_id', '=', accountId).execute();
       const row = await trx
         .selectFrom('accounts')
-        .select(['id', 'email', 'role', 'status', 'balance_nano', 'created_at'])
+        .select(ACCOUNT_COLUMNS)
         .where('id', '=', accountId)
         .executeTakeFirstOrThrow();
       return toAccount(row);
@@ -487,14 +418,12 @@ export class DashboardStore {
 
   /** Accounts in email order, after `afterEmail`, optionally those whose email contains `search`. */
   async listAccounts(options: { limit: number; afterEmail?: string; search?: string }): Promise<Account[]> {
-    let query = this.db
-      .selectFrom('accounts')
-      .select(['id', 'email', 'role', 'status', 'balance_nano', 'created_at']);
+    let query = this.db.selectFrom('accounts').select(ACCOUNT_COLUMNS);
     if (options.afterEmail !== undefined) query = query.where('email', '>', options.afterEmail);
     if (options.search) query = query.where('email', 'like', `%${escapeLike(options.search)}%`);
     // A search reads every account whose email sorts after the cursor until the page fills.
-    const rows = await this.report(ADMIN_REPORTS, (deadline) =>
-      bounded(query, 'accounts', deadline).orderBy('email', 'asc').limit(options.limit),
+    const rows = await this.report(ADMIN_REPORTS, (check) =>
+      check(query, 'accounts').orderBy('email', 'asc').limit(options.limit),
     );
     return rows.map(toAccount);
   }
@@ -510,8 +439,8 @@ export class DashboardStore {
       .orderBy('created_at', 'asc')
       .orderBy('id', 'asc')
       .execute();
-    const spend = await this.report(accountId, (deadline) =>
-      bounded(
+    const spend = await this.report(accountId, (check) =>
+      check(
         this.db
           .selectFrom('usage')
           .select((eb) => [
@@ -523,7 +452,6 @@ export class DashboardStore {
           ])
           .where('account_id', '=', accountId),
         'usage',
-        deadline,
       ).groupBy('key_id'),
     );
     // The refusal counts are a few rows per minute of refusals: no time check needed.
@@ -545,7 +473,7 @@ export class DashboardStore {
         createdAt: toNumber(k.created_at),
         lastUsedAt: toNumberOrNull(k.last_used_at),
         revokedAt: toNumberOrNull(k.revoked_at),
-        spendNano: s ? sumOf(s.input) + sumOf(s.output) - sumOf(s.shortfall) : 0,
+        spendNano: s ? chargedOf(sumOf(s.input), sumOf(s.output), sumOf(s.shortfall)) : 0,
         requests: (s ? sumOf(s.requests) : 0) + (refusedOf.get(k.id) ?? 0),
         refused: refusedOf.get(k.id) ?? 0,
       };
@@ -580,7 +508,7 @@ export class DashboardStore {
   ): Promise<UsageRow[]> {
     const cursor = options.cursor;
     const afterCount = cursor ? refusalOf(cursor.requestId) : undefined;
-    const usage = await this.report(accountId, (deadline) => {
+    const usage = await this.report(accountId, (check) => {
       let query = this.db
         .selectFrom('usage')
         .leftJoin('api_keys', 'api_keys.id', 'usage.key_id')
@@ -625,7 +553,7 @@ export class DashboardStore {
           );
       }
       // A filter no index serves (status) reads the account's rows until the page fills.
-      return bounded(query, 'usage', deadline)
+      return check(query, 'usage')
         .orderBy('usage.created_at', 'desc')
         .orderBy('usage.request_id', 'desc')
         .limit(options.limit);
@@ -641,7 +569,11 @@ export class DashboardStore {
       promptTokens: toNumber(r.prompt_tokens),
       completionTokens: toNumber(r.completion_tokens),
       usageEstimated: r.usage_estimated === 1,
-      costNano: toNumber(r.input_cost_nano) + toNumber(r.output_cost_nano) - toNumber(r.shortfall_nano),
+      costNano: chargedOf(
+        toNumber(r.input_cost_nano),
+        toNumber(r.output_cost_nano),
+        toNumber(r.shortfall_nano),
+      ),
       status: r.status === 'ok' ? 'ok' : 'error',
       errorCode: r.error_code,
       httpStatus: r.http_status,
@@ -728,7 +660,7 @@ export class DashboardStore {
     keyId?: string,
   ): Promise<DailyUsageRow[]> {
     const day = (eb: ExpressionBuilder<Database, 'usage'>) => eb('created_at', '/', eb.lit(DAY_MS));
-    const rows = await this.report(accountId, (deadline) => {
+    const rows = await this.report(accountId, (check) => {
       let query = this.db
         .selectFrom('usage')
         .select((eb) => [
@@ -745,7 +677,7 @@ export class DashboardStore {
         .where('created_at', '>=', range.from)
         .where('created_at', '<', range.to);
       if (keyId !== undefined) query = query.where('key_id', '=', keyId);
-      return bounded(query, 'usage', deadline).groupBy((eb) => [day(eb), 'provider']);
+      return check(query, 'usage').groupBy((eb) => [day(eb), 'provider']);
     });
     return rows
       .map((r) => ({
@@ -754,7 +686,7 @@ export class DashboardStore {
         requests: sumOf(r.requests),
         promptTokens: sumOf(r.prompt_tokens),
         completionTokens: sumOf(r.completion_tokens),
-        costNano: sumOf(r.input) + sumOf(r.output) - sumOf(r.shortfall),
+        costNano: chargedOf(sumOf(r.input), sumOf(r.output), sumOf(r.shortfall)),
       }))
       .sort((a, b) => a.day - b.day || String(a.provider).localeCompare(String(b.provider)));
   }
@@ -786,15 +718,14 @@ export class DashboardStore {
    * no provider and are not among them.
    */
   async providerTraffic(since: number): Promise<ProviderTraffic[]> {
-    const rows = await this.report(ADMIN_REPORTS, (deadline) =>
-      bounded(
+    const rows = await this.report(ADMIN_REPORTS, (check) =>
+      check(
         this.db
           .selectFrom('usage')
           .select((eb) => ['provider', 'status', eb.fn.countAll<string | number>().as('n')])
           .where('created_at', '>=', since)
           .where('provider', 'is not', null),
         'usage',
-        deadline,
       ).groupBy(['provider', 'status']),
     );
     const out = new Map<string, ProviderTraffic>();
@@ -922,15 +853,6 @@ function escapeLike(term: string): string {
   return term.replace(/[%\\]/g, '');
 }
 
-/** The dashboard repository over the same database as `store`. */
-export function dashboardStoreFor(store: Store, now: () => number = Date.now): DashboardStore {
-  if (!(store instanceof KyselyStore)) throw new Error('the dashboard needs the Kysely store');
-  return new DashboardStore(store.kysely, now, store.reader, {
-    timeoutMs: store.reportLimits.timeoutMs,
-    ...(store.dialect === 'postgres' ? { postgresSlots: store.reportSlots } : {}),
-  });
-}
-
 /** The `requestId` of a refusal count's row: `refused-<minute start>-<key id>-<error code>`. */
 const REFUSAL_ID_PREFIX = 'refused-';
 
@@ -960,23 +882,4 @@ function newestFirst(usage: UsageRow[], counts: UsageRow[], limit: number): Usag
     }
   }
   return out;
-}
-
-/**
- * The reader thread's time check, added to a report's query over `table` when it has a deadline: for one
- * row in 1,024 read (by rowid) SQLite calls `REPORT_ALIVE_FUNCTION`, which throws once the deadline is
- * past and so ends the statement (better-sqlite3 offers no other way to interrupt one). Often enough to
- * stop within moments of the deadline, rarely enough to cost little; the index entries carry the rowid,
- * so the check reads no row an index would not. Without a deadline (PostgreSQL, which has its
- * statement timeout; the serving connection, which has no such function) the query is unchanged.
- */
-function bounded<QB extends { where(expression: RawBuilder<SqlBool>): QB }>(
-  query: QB,
-  table: 'usage' | 'accounts',
-  deadline: number | undefined,
-): QB {
-  if (deadline === undefined) return query;
-  return query.where(
-    sql<SqlBool>`((${sql.ref(`${table}.rowid`)} & 1023) <> 0 or ${sql.raw(REPORT_ALIVE_FUNCTION)}(${deadline}))`,
-  );
 }

@@ -2,8 +2,8 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
-import { sqlitePathOf } from './open-sqlite.js';
 import type { Database } from './schema.js';
+import { sqlitePathOf } from './sqlite/open.js';
 
 /** What a database holds, as far as telling whose it is goes. */
 export type DatabaseOwnership =
@@ -63,7 +63,7 @@ async function openForCheck(url: string): Promise<OpenedForCheck | undefined> {
       },
     };
   }
-  const { openPostgresForMigrations } = await import('./open-postgres.js');
+  const { openPostgresForMigrations } = await import('./postgres/open.js');
   const db = openPostgresForMigrations(url, 3_000);
   return {
     db,

@@ -1,4 +1,4 @@
-import { type Kysely, type Migration, type MigrationProvider, SqliteAdapter, sql } from 'kysely';
+import { type Kysely, type Migration, type MigrationProvider, Migrator, SqliteAdapter, sql } from 'kysely';
 import { spendDayOf, spendMonthOf, spendStarts } from './spend.js';
 
 /**
@@ -210,8 +210,8 @@ const migrations: Record<string, Migration> = {
   '0006_instances': {
     // The serving processes of a database, each with the last time it said it was alive. On PostgreSQL
     // several instances share the database, so the open holds of one that died are released as soon as
-    // its heartbeat is stale, not only at their expiry (DESIGN.md "Holds": "at start a server releases the
-    // holds whose owner is gone"). The SQLite store has one server per file and does not use the table.
+    // its heartbeat is stale, not only at their expiry (a server releases the holds whose owner is gone).
+    // The SQLite store has one server per file and does not use the table.
     async up(db: Kysely<unknown>) {
       await db.schema
         .createTable('instances')
@@ -225,7 +225,7 @@ const migrations: Record<string, Migration> = {
     // A settled request's charge is recorded on its usage row (`charged_nano`) instead of in a ledger row
     // of its own: the usage row already carries the request's id (its primary key, so a request is charged
     // at most once), its account, its costs and its shortfall. A settle then writes one row instead of two,
-    // four B-trees fewer (docs/performance.md, eighteenth round). Rows written before keep a null here and
+    // four B-trees fewer. Rows written before keep a null here and
     // their charge rows in the ledger, which stays append-only: the ledger check and the spend figures add
     // both. Adding a nullable column rewrites nothing on either database.
     async up(db: Kysely<unknown>) {
@@ -234,8 +234,8 @@ const migrations: Record<string, Migration> = {
   },
   '0008_spend_counters': {
     // An account's charges today and this month, kept on its row by every settle (src/store/spend.ts), so
-    // that GET /api/v1/key and the dashboard read one row instead of summing every usage row of the month
-    // (docs/performance.md, twenty-second round). Filled here from what the spend figures summed until
+    // that GET /api/v1/key and the dashboard read one row instead of summing every usage row of the month.
+    // Filled here from what the spend figures summed until
     // now: the usage rows' charges and an older database's charge rows in the ledger, of the requests
     // started today and this month (UTC, by this server's clock). Adding a column with a constant default
     // rewrites no row on either database; the fill reads each account's rows of this month once.
@@ -251,12 +251,12 @@ const migrations: Record<string, Migration> = {
   },
   '0009_one_usage_index_per_account': {
     // The usage row is most of what a settle writes, and each per-account index of it costs its own B-tree
-    // insert, two to three WAL pages per group commit (docs/performance.md, twenty-third round). The three
+    // insert, and WAL pages of its own in every group commit. The three
     // per-account indexes — by time, by key and time, by provider and time — become one by time that also
     // carries the key and the provider: every query of an account's rows in time order (the usage pages,
     // the chart, the spend sums) uses it as before, and a filter by key or provider is tested on the index
     // entry itself, reading the rows that match only. Such a filter now walks the account's entries until
-    // its page fills (~50 ms per million entries for a key with no rows at all), where it went straight to
+    // its page fills (all of them, for a key with no rows at all), where it went straight to
     // them; the dashboard's reports run off the serving thread on SQLite and on the server on PostgreSQL.
     // Building the index reads the table once: on PostgreSQL writes to it wait meanwhile.
     async up(db: Kysely<unknown>) {
@@ -320,3 +320,27 @@ export const migrationProvider: MigrationProvider = {
     return migrations;
   },
 };
+
+/**
+ * Applies every migration not yet applied to `db`, or those up to and including `target` (a migration's
+ * name: the tests of older databases stop there). `migrationTableSchema`: where the migrator keeps its own
+ * tables (PostgreSQL names the schema the connection works in; see `postgres/store.ts`).
+ */
+export async function migrateDatabase<DB>(
+  db: Kysely<DB>,
+  options: { target?: string | undefined; migrationTableSchema?: string | undefined } = {},
+): Promise<void> {
+  const { target, migrationTableSchema } = options;
+  const migrator = new Migrator({
+    db,
+    provider: migrationProvider,
+    ...(migrationTableSchema ? { migrationTableSchema } : {}),
+  });
+  const { error, results } =
+    target === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(target);
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error || failed) {
+    const reason = error instanceof Error ? error.message : String(error ?? failed?.migrationName);
+    throw new Error(`database migration failed: ${reason}`);
+  }
+}

@@ -42,7 +42,7 @@ export interface ApiKeysTable {
 }
 
 /**
- * The reservation of a call in flight (DESIGN.md "Holds"). Settling or releasing the call deletes it: the
+ * The reservation of a call in flight (`Ledger.placeHold`). Settling or releasing the call deletes it: the
  * table holds open holds only, so their sum is a read of a few rows however many calls were ever made.
  */
 export interface HoldsTable {
@@ -187,15 +187,7 @@ export function toNumberOrNull(value: BigIntColumn | null): number | null {
   return value === null ? null : toNumber(value);
 }
 
-/**
- * A hold that changed nothing, worded from the account row read after it (missing or disabled: inactive;
- * otherwise short of money). The figures may have moved since the atomic statement; they only word it.
- */
-export function refusedHold(account: { balance_nano: BigIntColumn; status: string } | undefined): {
-  ok: false;
-  reason: 'insufficient_balance' | 'account_inactive';
-  balanceNano: number;
-} {
-  const reason = account?.status === 'active' ? 'insufficient_balance' : 'account_inactive';
-  return { ok: false, reason, balanceNano: account ? toNumber(account.balance_nano) : 0 };
+/** Reads a SUM or COUNT, which is null over no rows. */
+export function sumOf(value: BigIntColumn | null | undefined): number {
+  return value === null || value === undefined ? 0 : toNumber(value);
 }

@@ -1,9 +1,8 @@
 /**
  * An account's spend today and this month (UTC), kept on its row (migration 0008) so that reading it costs
  * one row, however many requests the account has made. Before, `GET /api/v1/key` and the dashboard's
- * summary summed the usage rows since the 1st of the month on every call: 0.7 s on the event loop and
- * +80 MB of rows in memory for an account with a million requests that month (docs/performance.md,
- * twenty-second round).
+ * summary summed the usage rows since the 1st of the month on every call, which held the event loop and
+ * brought every row of the month into memory, as long as the account's requests were many.
  *
  * The counters mean what the sums meant: the charges of the requests *started* in that UTC day and month
  * (`usage.created_at`, as the dashboard's usage figures count them). Each settle adds its charge to the

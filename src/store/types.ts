@@ -1,20 +1,16 @@
 /**
- * The store's contract. `src/store/` is the only place with SQL; everything else talks to this
- * interface. Money is integer nanodollars. Times are Unix epoch milliseconds.
+ * The store's contract. `src/store/` is the only place with SQL; everything else talks to these
+ * interfaces. Money is integer nanodollars. Times are Unix epoch milliseconds.
+ *
+ * The store is built per database (`sqlite/`, `postgres/`) from narrow parts — the ledger, its reads,
+ * accounts, API keys, idempotency records, instances — each an interface below; `Store` is all of them
+ * together, as `compose-store.ts` puts them.
  */
 
-export type AccountRole = 'user' | 'admin';
-export type AccountStatus = 'active' | 'disabled';
+import type { DashboardStore } from './dashboard-store.js';
+import type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';
 
-export interface Account {
-  id: string;
-  email: string;
-  role: AccountRole;
-  status: AccountStatus;
-  /** Available balance: credits − charges − open holds. Never below zero. */
-  balanceNano: number;
-  createdAt: number;
-}
+export type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';
 
 export interface ApiKeyInfo {
   id: string;
@@ -35,8 +31,6 @@ export interface KeyAuthRecord {
   accountStatus: AccountStatus;
   revoked: boolean;
 }
-
-export type UsageStatus = 'ok' | 'error';
 
 /**
  * One row per request that reached billing and held money (served, or failed upstream after its hold).
@@ -227,38 +221,11 @@ export type HoldsToRelease =
    */
   | { kind: 'of_stale_instances'; staleBefore: number };
 
-export interface Store {
-  readonly dialect: 'sqlite' | 'postgres';
-  /** Applies pending migrations (idempotent). */
-  migrate(): Promise<void>;
-  close(): Promise<void>;
-  /** Cheap liveness query for /readyz. */
-  ping(): Promise<void>;
-
-  // accounts
-  createAccount(input: {
-    email: string;
-    role: AccountRole;
-    passwordHash: string | null;
-  }): Promise<{ ok: true; account: Account } | { ok: false; reason: 'email_taken' }>;
-  getAccount(id: string): Promise<Account | undefined>;
-  findAccountByEmail(email: string): Promise<Account | undefined>;
-
-  // API keys
-  /** Creates a key unless the account already has `maxActive` unrevoked keys (checked atomically). */
-  createApiKey(input: {
-    accountId: string;
-    name: string;
-    keyHash: string;
-    hint: string;
-    maxActive: number;
-  }): Promise<{ ok: true; key: ApiKeyInfo } | { ok: false; reason: 'limit_reached' }>;
-  listApiKeys(accountId: string): Promise<ApiKeyInfo[]>;
-  revokeApiKey(accountId: string, keyId: string): Promise<'revoked' | 'not_found' | 'already_revoked'>;
-  findKeyByHash(keyHash: string): Promise<KeyAuthRecord | undefined>;
-  touchApiKey(keyId: string, at: number): Promise<void>;
-
-  // money: the only ways a balance changes
+/**
+ * Money: the only ways a balance changes, and the records of the calls that moved it. Built per database:
+ * `sqlite/ledger.ts` and `postgres/ledger.ts`, both held to the rules of `ledger-rules.ts`.
+ */
+export interface Ledger {
   /** Appends a credit to the ledger and adds it to the balance, in one transaction. */
   addCredit(input: {
     accountId: string;
@@ -275,6 +242,8 @@ export interface Store {
   settle(input: SettleInput): Promise<SettleResult>;
   /** One transaction: closes the hold, returns all of it, writes the (failed) usage row. */
   release(input: ReleaseInput): Promise<{ balanceNano: number }>;
+  /** Releases the open holds `filter` picks (see `HoldsToRelease`). Returns how many. */
+  releaseHolds(filter: HoldsToRelease): Promise<number>;
   /** Writes a usage row without moving money (imports, tests; the gateway writes its rows by settle and release). */
   recordUsage(usage: UsageRecord): Promise<void>;
   /**
@@ -282,20 +251,10 @@ export interface Store {
    * count, so a flood of refusals costs O(1) rows per minute per key and code (see `RefusalRecord`).
    */
   recordRefusal(refusal: RefusalRecord): Promise<void>;
-  /** Releases the open holds `filter` picks (see `HoldsToRelease`). Returns how many. */
-  releaseHolds(filter: HoldsToRelease): Promise<number>;
-  /**
-   * Records that the serving instance `owner` is alive at `now` (its first call registers it). Used on
-   * PostgreSQL, where several instances share the database (docs/operations.md "Crash safety").
-   */
-  markInstanceAlive(owner: string, now: number): Promise<void>;
-  /** Forgets an instance that stopped: its own record, at its graceful stop. */
-  forgetInstance(owner: string): Promise<void>;
-  /**
-   * Forgets instances silent since before `staleBefore` that own no open hold (after their holds were
-   * released). Returns how many.
-   */
-  forgetStaleInstances(staleBefore: number): Promise<number>;
+}
+
+/** What the ledger holds, read back: open holds, the audit, the charges and the usage rows. */
+export interface LedgerReads {
   /** Sum of open holds of an account. */
   openHoldsNano(accountId: string): Promise<number>;
   /** How many holds are open across all accounts, and their sum (one indexed query; for metrics). */
@@ -310,19 +269,91 @@ export interface Store {
    * per time), from its usage rows: exact for any time, and as slow as the rows are many (audits, tests).
    */
   chargesSince(accountId: string, since: readonly number[]): Promise<number[]>;
+  /** Usage rows of an account, newest first. */
+  listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]>;
+}
+
+export interface Accounts {
+  createAccount(input: {
+    email: string;
+    role: AccountRole;
+    passwordHash: string | null;
+  }): Promise<{ ok: true; account: Account } | { ok: false; reason: 'email_taken' }>;
+  getAccount(id: string): Promise<Account | undefined>;
+  findAccountByEmail(email: string): Promise<Account | undefined>;
   /**
    * The charges of an account's requests started today and this month (UTC) at `now`, from the counters
    * every settle keeps on its row (src/store/spend.ts): one row read however many requests it made.
    */
   spendOf(accountId: string, now: number): Promise<{ todayNano: number; monthNano: number }>;
+}
+
+export interface ApiKeys {
+  /** Creates a key unless the account already has `maxActive` unrevoked keys (checked atomically). */
+  createApiKey(input: {
+    accountId: string;
+    name: string;
+    keyHash: string;
+    hint: string;
+    maxActive: number;
+  }): Promise<{ ok: true; key: ApiKeyInfo } | { ok: false; reason: 'limit_reached' }>;
+  listApiKeys(accountId: string): Promise<ApiKeyInfo[]>;
+  revokeApiKey(accountId: string, keyId: string): Promise<'revoked' | 'not_found' | 'already_revoked'>;
   /** One API key of an account, revoked or not. */
   getApiKey(accountId: string, keyId: string): Promise<ApiKeyInfo | undefined>;
+  touchApiKey(keyId: string, at: number): Promise<void>;
+}
+
+/** The lookup every authenticated call makes (SQLite runs it as a prepared statement of its own). */
+export interface KeyLookup {
+  findKeyByHash(keyHash: string): Promise<KeyAuthRecord | undefined>;
+}
+
+export interface IdempotencyRecords {
   /** Claims an idempotency key for a request (see `BeginIdempotentResult`). */
   beginIdempotent(input: BeginIdempotentInput): Promise<BeginIdempotentResult>;
   /** Gives up a claimed key whose request failed without a charge, so a retry may run. */
   abandonIdempotent(accountId: string, key: string, requestId: string): Promise<void>;
   /** Deletes idempotency records past their expiry. Returns how many. */
   purgeIdempotency(now: number): Promise<number>;
-  /** Usage rows of an account, newest first. */
-  listUsage(accountId: string, options: { limit: number; before?: number }): Promise<UsageRecord[]>;
 }
+
+/** The serving processes of a database shared by several (PostgreSQL; docs/operations.md "Crash safety"). */
+export interface Instances {
+  /** Records that the serving instance `owner` is alive at `now` (its first call registers it). */
+  markInstanceAlive(owner: string, now: number): Promise<void>;
+  /** Forgets an instance that stopped: its own record, at its graceful stop. */
+  forgetInstance(owner: string): Promise<void>;
+  /**
+   * Forgets instances silent since before `staleBefore` that own no open hold (after their holds were
+   * released). Returns how many.
+   */
+  forgetStaleInstances(staleBefore: number): Promise<number>;
+}
+
+/** The store of one database, as opened by `openStore`. */
+export interface StoreLifecycle {
+  readonly dialect: 'sqlite' | 'postgres';
+  /** Applies pending migrations, or those up to and including `target` (a migration's name); idempotent. */
+  migrate(target?: string): Promise<void>;
+  /** Writes what is still queued, then closes the database. */
+  close(): Promise<void>;
+  /** Cheap liveness query for /readyz. */
+  ping(): Promise<void>;
+  /**
+   * The dashboard's repository over the same database (sessions, invites, reports), with its clock (the
+   * store's unless given).
+   */
+  dashboard(now?: () => number): DashboardStore;
+}
+
+/** Everything the store offers, composed from the parts above by `compose-store.ts`. */
+export interface Store
+  extends StoreLifecycle,
+    Ledger,
+    LedgerReads,
+    Accounts,
+    ApiKeys,
+    KeyLookup,
+    IdempotencyRecords,
+    Instances {}

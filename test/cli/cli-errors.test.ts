@@ -63,7 +63,7 @@ describe('bin/tollgate usage errors', () => {
     [
       ['demo', '--latency', 'soon'],
       '--latency: "soon" must be whole milliseconds, such as 200',
-      'usage: tollgate demo [--latency MS] [--database URL]\n',
+      'usage: tollgate demo [--latency MS] [--database URL] [--stream]\n',
     ],
     [
       ['frobnicate'],

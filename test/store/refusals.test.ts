@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { dashboardStoreFor, type UsageRow } from '../../src/store/dashboard-store.js';
+import type { UsageRow } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
-import type { KyselyStore } from '../../src/store/kysely-store.js';
 import type { RefusalRecord, Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 import { fundedAccount, usageRow } from './store-fixtures.js';
@@ -86,7 +85,7 @@ describe(`refused requests (${TEST_DIALECT}): counted per account, key, minute a
 
   it('the usage list shows the counts among the requests, newest first, and pages through both without gaps or repeats', async () => {
     const a = await fundedAccount(store, 0);
-    const dash = dashboardStoreFor(store);
+    const dash = store.dashboard();
     // Requests at T0 + 5 s, the minute's start itself (a tie with the counts of that minute), and later.
     for (const [id, at, key] of [
       ['r1', T0 + 5_000, 'key_a'],
@@ -181,7 +180,7 @@ describe(`refused requests (${TEST_DIALECT}): counted per account, key, minute a
     const olderDb = await createTestDatabase(dir, 'older.sqlite');
     const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
     try {
-      await (older as KyselyStore).migrate('0009_one_usage_index_per_account');
+      await older.migrate('0009_one_usage_index_per_account');
       const a = await fundedAccount(older, 1_000);
       const refused = (id: string, at: number, keyId = 'key_a') =>
         usageRow(a, id, {

@@ -3,9 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors.js';
-import { type DashboardStore, dashboardStoreFor } from '../../src/store/dashboard-store.js';
+import type { DashboardStore } from '../../src/store/dashboard-store.js';
 import { openStore } from '../../src/store/index.js';
-import type { KyselyStore } from '../../src/store/kysely-store.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 import { bulkUsage } from './bulk-usage.js';
@@ -54,7 +54,7 @@ beforeAll(async () => {
     prefix: 'small-',
   });
   if (TEST_DIALECT === 'postgres') await db.query('analyze usage');
-  dash = dashboardStoreFor(store);
+  dash = store.dashboard();
 }, 120_000);
 afterAll(async () => {
   await store.close();
@@ -118,7 +118,7 @@ describe(`dashboard reports (${TEST_DIALECT}): one account's cannot hold up anot
       reports: { timeoutMs: BOUND_MS },
     });
     try {
-      const quick = dashboardStoreFor(bounded);
+      const quick = bounded.dashboard();
       // The first report starts the reader thread, which may itself take longer than the bound.
       await quick.usageDaily(small, range).catch(() => undefined);
       // Within the bound: answered.
@@ -144,7 +144,7 @@ describe(`dashboard reports (${TEST_DIALECT}): one account's cannot hold up anot
       // And the thread or connection serves the next report at once (SQLite: the query itself stopped, so
       // the same thread goes on; no thread had to be terminated).
       expect((await quick.usageDaily(small, range)).reduce((n, d) => n + d.requests, 0)).toBe(200);
-      const reader = (bounded as KyselyStore).reader;
+      const reader = (bounded as Partial<SqliteStore>).reader;
       if (reader) expect(reader.started).toBe(1);
     } finally {
       await bounded.close();

@@ -5,10 +5,10 @@ import SQLite from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DashboardStore } from '../../src/store/dashboard-store.js';
-import { openStore } from '../../src/store/index.js';
-import type { KyselyStore } from '../../src/store/kysely-store.js';
 import { ReportTimeoutError } from '../../src/store/report-limits.js';
-import { REPORT_ALIVE_FUNCTION, SqliteReader, SqliteReaderError } from '../../src/store/sqlite-reader.js';
+import { REPORT_ALIVE_FUNCTION, SqliteReader, SqliteReaderError } from '../../src/store/sqlite/reader.js';
+import { sqliteReports } from '../../src/store/sqlite/reports.js';
+import { openSqliteStore } from '../../src/store/sqlite/store.js';
 
 let dir: string;
 let file: string;
@@ -153,7 +153,7 @@ describe('the reader thread of the dashboard reports', () => {
 
   it('the dashboard runs its reports on the serving connection while the thread is unavailable', async () => {
     const storeDir = mkdtempSync(join(tmpdir(), 'tollgate-reader-store-'));
-    const store = (await openStore(`sqlite:${join(storeDir, 'db.sqlite')}`)) as KyselyStore;
+    const store = openSqliteStore(`sqlite:${join(storeDir, 'db.sqlite')}`);
     try {
       await store.migrate();
       const created = await store.createAccount({ email: 'reader@x.test', role: 'user', passwordHash: null });
@@ -163,13 +163,13 @@ describe('the reader thread of the dashboard reports', () => {
         driver: join(storeDir, 'no-such-driver.js'),
       });
       readers.push(broken);
-      const dashboard = new DashboardStore(store.kysely, Date.now, broken);
+      const dashboard = new DashboardStore(store.kysely, Date.now, sqliteReports(broken, 5_000));
       expect((await dashboard.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
         'reader@x.test',
       ]);
       expect(broken.started).toBe(1);
       // And through a working thread, the same answer.
-      const working = new DashboardStore(store.kysely, Date.now, store.reader);
+      const working = new DashboardStore(store.kysely, Date.now, sqliteReports(store.reader, 5_000));
       expect((await working.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
         'reader@x.test',
       ]);

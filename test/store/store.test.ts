@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { dashboardStoreFor, type UsageFilters } from '../../src/store/dashboard-store.js';
+import type { UsageFilters } from '../../src/store/dashboard-store.js';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
-import type { KyselyStore } from '../../src/store/kysely-store.js';
+import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/store.js';
+import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
 import { fundedAccount, usageRow } from './store-fixtures.js';
@@ -49,7 +50,7 @@ async function withOlderDatabase(
   const older = await openStore(olderDb.url, { sqliteSynchronous: 'NORMAL' });
   extraStores.push(older);
   try {
-    await (older as KyselyStore).migrate(migration);
+    await older.migrate(migration);
     await test(older, olderDb);
   } finally {
     await olderDb.drop();
@@ -95,8 +96,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
   it.runIf(TEST_DIALECT === 'sqlite')(
     'the page cache of the serving connection is SQLITE_CACHE_MB, 4 MiB unless set',
     async () => {
-      const cacheOf = (s: Store) =>
-        (s as unknown as { sqlite: SQLite.Database }).sqlite.pragma('cache_size', { simple: true });
+      const cacheOf = (s: Store) => (s as SqliteStore).connection.pragma('cache_size', { simple: true });
       expect(cacheOf(store)).toBe(-4096);
       const larger = await openStore(db.url, { sqliteSynchronous: 'NORMAL', sqliteCacheMb: 32 });
       extraStores.push(larger);
@@ -516,7 +516,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
               "select indexname as name from pg_indexes where tablename = 'usage' and schemaname = current_schema() and indexname <> 'usage_pkey'",
             );
       expect(indexes.map((i) => i.name).sort()).toEqual(['usage_account_time', 'usage_created']);
-      const dashboard = dashboardStoreFor(older);
+      const dashboard = older.dashboard();
       const ids = async (filters: UsageFilters) =>
         (await dashboard.usagePage(id, filters, { limit: 10 })).map((r) => r.requestId);
       expect(await ids({})).toEqual(['r3', 'r2', 'r1']);
@@ -676,10 +676,10 @@ describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): several instances
 describe.runIf(TEST_DIALECT === 'postgres')('store (postgres): prepared statements', () => {
   /** The statements prepared in the session of a one-connection store, after a hold and a settle. */
   async function preparedAfterOneCall(preparedStatements: boolean): Promise<string[]> {
-    const one = (await openStore(db.url, {
+    const one = openPostgresStore(db.url, {
       sqliteSynchronous: 'NORMAL',
       postgres: { poolMax: 1, preparedStatements },
-    })) as KyselyStore;
+    });
     extraStores.push(one);
     const id = await fundedAccount(one, 10_000);
     for (const n of [1, 2]) {
@@ -710,16 +710,16 @@ describe.runIf(TEST_DIALECT === 'postgres')(
   'store (postgres): the calls of one account written together',
   () => {
     /** Another store on the test database (one pooled connection), whose statements a test counts. */
-    async function oneConnection(): Promise<KyselyStore> {
-      const one = (await openStore(db.url, {
+    async function oneConnection(): Promise<PostgresStore> {
+      const one = openPostgresStore(db.url, {
         sqliteSynchronous: 'NORMAL',
         postgres: { poolMax: 1 },
-      })) as KyselyStore;
+      });
       extraStores.push(one);
       return one;
     }
     /** Counts the hold and settle statements `one` sends from now on. */
-    function countStatements(one: KyselyStore): { holds: () => number; settles: () => number } {
+    function countStatements(one: PostgresStore): { holds: () => number; settles: () => number } {
       const spy = vi.spyOn(one.kysely, 'executeQuery');
       const sent = (text: string) =>
         spy.mock.calls.filter(([query]) => 'sql' in query && query.sql.includes(text)).length;

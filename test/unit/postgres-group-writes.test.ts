@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import { DatabaseUnavailableError } from '../../src/store/database-unavailable.js';
-import { PostgresGroupWrites } from '../../src/store/postgres-hot-path.js';
+import { PostgresGroupWrites } from '../../src/store/postgres/group-writes.js';
 import type { Database } from '../../src/store/schema.js';
 import type { PlaceHoldInput } from '../../src/store/types.js';
 

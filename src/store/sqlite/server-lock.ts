@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { sqlitePathOf } from './open-sqlite.js';
+import { sqlitePathOf } from './open.js';
 
 /**
  * One server per SQLite file. A server releases every hold it finds open at start, as they can only

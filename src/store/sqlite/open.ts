@@ -10,7 +10,7 @@ import {
   type SqliteDialectConfig,
   SqliteDriver,
 } from 'kysely';
-import type { Database } from './schema.js';
+import type { Database } from '../schema.js';
 
 /**
  * Transactions start with BEGIN IMMEDIATE: the write lock is taken up front, so a CLI process and the

@@ -1,7 +1,7 @@
 /**
  * The PostgreSQL statements run on every call, by their SQL text, each with the name it is prepared under
  * (once per connection: the server parses and plans it once, then only binds and executes it). Kept
- * apart from `open-postgres.ts` so that registering a statement does not load the driver.
+ * apart from `open.ts` so that registering a statement does not load the driver.
  */
 const names = new Map<string, string>();
 /** A bound on the registry, should a caller ever register texts that vary per call (a bug). */

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { sqlitePathOf } from './open-sqlite.js';
+import { sqlitePathOf } from './open.js';
 
 /** SQLite's companion files of a database in WAL mode. */
 const COMPANIONS = ['-wal', '-shm', '-journal'] as const;

@@ -48,17 +48,15 @@ parentPort.on('message', (m) => {
 /**
  * Moves most of SQLite's WAL checkpointing off the event loop. With `synchronous = NORMAL` a commit does
  * not fsync; the checkpoint does — and SQLite runs it inside whichever commit crosses 1,000 WAL pages,
- * stalling every request in flight for the copy and the fsyncs (~10 ms each time on the benchmark's
- * disk, four times a second at 200 requests/s). Here a worker thread with its own connection checkpoints
+ * stalling every request in flight for the copy and the fsyncs, again and again under steady writes. Here a worker thread with its own connection checkpoints
  * every 250 ms (PASSIVE: it never waits for the writer).
  *
  * The thread alone cannot bound the WAL: SQLite starts the WAL over only when a writer finds every frame
- * copied, and under steady writes new frames always arrive while the thread copies (the WAL reached 1.8 GB
- * in 50 s of benchmark). So the serving connection finishes the job: when the thread reports that it
+ * copied, and under steady writes new frames always arrive while the thread copies, so the WAL would grow
+ * without bound. So the serving connection finishes the job: when the thread reports that it
  * copied everything it saw and the WAL holds 4,000 pages or more, the connection checkpoints right away,
  * between two requests. Only the frames written during the thread's checkpoint are left to copy and sync,
- * so its fsyncs take a few ms instead of the ~10 ms of a full inline checkpoint (docs/performance.md),
- * and, the connection being the writer, the next transaction starts the WAL over. Should the reports not
+ * so its fsyncs are much shorter than those of a full checkpoint inside a commit, and, the connection being the writer, the next transaction starts the WAL over. Should the reports not
  * come (a connection busy in a long transaction), `wal_autocheckpoint` at 10,000 pages instead of 1,000
  * is the backstop. If the thread dies, the connection checkpoints itself at SQLite's default again.
  */

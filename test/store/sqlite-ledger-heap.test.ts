@@ -1,7 +1,7 @@
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { accountFiguresOf, afterGroup, type FiguresRow } from '../../src/store/sqlite-hot-path.js';
+import { accountFiguresOf, afterGroup, type FiguresRow } from '../../src/store/sqlite/account-rows.js';
 
 // V8's own view of the heap: `gc()` and `%HaveSameMap` (hidden classes), enabled from inside the test.
 setFlagsFromString('--expose-gc');
@@ -20,7 +20,7 @@ const row = (balance: number, spendDayNano: number): FiguresRow => ({
   spend_month_nano: spendDayNano * 3,
 });
 
-describe('the SQLite hot path leaves no garbage in the old generation per group commit', () => {
+describe('the SQLite ledger leaves no garbage in the old generation per group commit', () => {
   // A holder that has lived through two garbage collections stands for the store, which lives in the old
   // generation.
   const longLived = <T>(value: T): { value: T } => {
@@ -41,8 +41,9 @@ describe('the SQLite hot path leaves no garbage in the old generation per group 
     }
     expect(set.value).toBe(emptySet);
     expect(map.value).toBe(emptyMap);
-    // `clear()` on both allocates ~130 bytes per round there, whether they hold anything or not: ~13 MB.
-    // What else the process allocates there meanwhile (compiled code's metadata) stays well under 1 MB.
+    // `clear()` on both allocates a new table there every round, whether they hold anything or not: over
+    // this loop, many times the bound. What else the process allocates there meanwhile (compiled code's
+    // metadata) stays well under it.
     expect(oldGenerationUsed() - before).toBeLessThan(1024 * 1024);
   });
 
@@ -61,8 +62,8 @@ describe('the SQLite hot path leaves no garbage in the old generation per group 
         throw new Error('a used collection was kept for the next group');
       }
     }
-    // Emptying them instead makes a new table in the old generation each time: 12.6 MB with `clear()`,
-    // 14.9 MB with `delete` down to empty (measured). New collections die young.
+    // Emptying them instead makes a new table in the old generation each time, with `clear()` or with
+    // `delete` down to empty: many times the bound over this loop. New collections die young.
     expect(oldGenerationUsed() - before).toBeLessThan(1024 * 1024);
   });
 

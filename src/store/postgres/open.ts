@@ -15,9 +15,13 @@ import {
   type TransactionSettings,
 } from 'kysely';
 import pg from 'pg';
-import { DatabaseUnavailableError, isConnectionFailure, isStatementTimeout } from './database-unavailable.js';
+import {
+  DatabaseUnavailableError,
+  isConnectionFailure,
+  isStatementTimeout,
+} from '../database-unavailable.js';
+import type { Database } from '../schema.js';
 import { preparedNameOf } from './prepared-statements.js';
-import type { Database } from './schema.js';
 
 export interface PostgresOptions {
   /** Most connections this process opens (`DATABASE_POOL_MAX`). */

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type { CompiledQuery } from 'kysely';
-import { FairSlots, type ReportLimits, ReportTimeoutError, reportLimits } from './report-limits.js';
+import { FairSlots, type ReportLimits, ReportTimeoutError, reportLimits } from '../report-limits.js';
 
 /** After this long without a query the threads end (their memory with them); the next query starts one. */
 const DEFAULT_IDLE_MS = 30_000;
@@ -113,8 +113,7 @@ export class SqliteReaderError extends Error {
  * Runs the dashboard's reports on threads of their own. better-sqlite3 is synchronous: a query on the
  * serving connection holds the event loop until its last row, and a report over a large account — the
  * usage chart of 30 days, the spend of every key, a filter no index serves — reads up to every row of that
- * account: 0.16–0.52 s with a million rows (docs/performance.md, twenty-second round), during which no
- * API call of any account moves. Here they run on read-only connections in worker threads, and the event
+ * account, during which no API call of any account moves. Here they run on read-only connections in worker threads, and the event
  * loop goes on serving meanwhile.
  *
  * **Fair to every account.** Up to `slots` threads (2) run queries at once, at most `perAccount` (1) of them
@@ -125,7 +124,7 @@ export class SqliteReaderError extends Error {
  * its next time check (see `WORKER_SOURCE`), both with `ReportTimeoutError`.
  *
  * Threads start with the first queries and end after {@link DEFAULT_IDLE_MS} without one, so a server
- * whose dashboard is not in use pays nothing for them (a thread costs ~10 MB). If a thread fails to start
+ * whose dashboard is not in use pays nothing for them (each thread holds a connection and its cache). If a thread fails to start
  * or dies, its query fails as `unavailable` (the dashboard then runs it on the serving connection) and
  * the next query starts a new thread.
  */

@@ -1,0 +1,43 @@
+import type { Config } from '../config/index.js';
+import type { PostgresOptions } from './postgres/open.js';
+import type { ReportLimits } from './report-limits.js';
+
+export interface OpenStoreOptions {
+  sqliteSynchronous: 'NORMAL' | 'FULL';
+  /** SQLite page cache of the connection, in MiB (default: the configuration's DEFAULT_SQLITE_CACHE_MB). */
+  sqliteCacheMb?: number;
+  now?: () => number;
+  /**
+   * SQLite: checkpoint the WAL from a background thread instead of inside commits (long-running servers;
+   * see sqlite/checkpointer.ts). `onFailure` hears if that thread stops (the connection then does it).
+   */
+  sqliteBackgroundCheckpoint?: { onFailure: (err: unknown) => void };
+  /**
+   * PostgreSQL pool size, timeouts and prepared statements (defaults: 10 connections, 5 s statements, 3 s
+   * to connect, prepared statements on).
+   */
+  postgres?: Partial<PostgresOptions>;
+  /** The dashboard's reports: time bound and turns (defaults in `report-limits.ts`). */
+  reports?: Partial<ReportLimits>;
+}
+
+/** The store options a configuration names. */
+export function storeOptionsFrom(
+  config: Config,
+  extra: Pick<PostgresOptions, 'onAvailabilityChange' | 'onStatementTimeout'> & { now?: () => number } = {},
+): OpenStoreOptions {
+  return {
+    sqliteSynchronous: config.sqliteSynchronous,
+    sqliteCacheMb: config.sqliteCacheMb,
+    reports: { timeoutMs: config.dashboardReportTimeoutMs },
+    ...(extra.now ? { now: extra.now } : {}),
+    postgres: {
+      poolMax: config.databasePoolMax,
+      statementTimeoutMs: config.databaseStatementTimeoutMs,
+      connectTimeoutMs: config.databaseConnectTimeoutMs,
+      preparedStatements: config.databasePreparedStatements,
+      ...(extra.onAvailabilityChange ? { onAvailabilityChange: extra.onAvailabilityChange } : {}),
+      ...(extra.onStatementTimeout ? { onStatementTimeout: extra.onStatementTimeout } : {}),
+    },
+  };
+}
