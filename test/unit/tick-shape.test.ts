@@ -57,6 +57,9 @@ describe('the nextTick record shape held at start (src/runtime/tick-shape.ts)', 
   );
 
   it('with it, every property of the record literal keeps its monomorphic fast path', () => {
-    expect(literalSlotStates(true)).toEqual(['MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC', 'MONOMORPHIC']);
+    const states = literalSlotStates(true);
+    // The record has four properties on Node 20 and five on later lines; each must stay monomorphic.
+    expect(states.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(states)).toEqual(new Set(['MONOMORPHIC']));
   });
 });
