@@ -6,7 +6,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import type { Harness } from '../helpers/harness.js';
-import { guardNetwork, startListening } from './compat-helpers.js';
+import { guardNetwork, startListening, timeTool, weatherTool } from './compat-helpers.js';
 
 /**
  * Agents through a running Tollgate (real sockets), on each wire format: one OpenAI-compatible provider,
@@ -59,32 +59,6 @@ afterAll(async () => {
   await h.close();
 });
 
-const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Current weather of a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
-const timeTool: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'get_time',
-    description: 'Local time in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 // A 1×1 PNG.
 const PNG =
   'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';

@@ -1,3 +1,4 @@
+import type OpenAI from 'openai';
 import { composeReply, promptTokens } from '../../src/simulator/reply.js';
 import { type Harness, type HarnessOptions, startHarness } from '../helpers/harness.js';
 
@@ -126,3 +127,31 @@ export async function postChat(
   });
   return readStreamed(res.status, res.headers, await res.text());
 }
+
+/** Two function tools the simulator calls when a user message names them. */
+export const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'get_weather',
+    description: 'Current weather of a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  },
+};
+export const timeTool: OpenAI.Chat.Completions.ChatCompletionTool = {
+  type: 'function',
+  function: {
+    name: 'get_time',
+    description: 'Local time in a city',
+    parameters: {
+      type: 'object',
+      properties: { city: { type: 'string' } },
+      required: ['city'],
+      additionalProperties: false,
+    },
+  },
+};

@@ -5,7 +5,7 @@ import { streamText } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Harness } from '../helpers/harness.js';
-import { guardNetwork, type StreamChunk, startListening } from './compat-helpers.js';
+import { guardNetwork, type StreamChunk, startListening, timeTool, weatherTool } from './compat-helpers.js';
 
 /**
  * Streamed answers (STREAMING=on) through a running Tollgate (real sockets), read by the client libraries
@@ -30,33 +30,6 @@ afterAll(async () => {
   vi.unstubAllEnvs();
   await h.close();
 });
-
-const weatherTool: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'Current weather of a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
-const timeTool: OpenAI.Chat.Completions.ChatCompletionTool = {
-  type: 'function',
-  function: {
-    name: 'get_time',
-    description: 'Local time in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string' } },
-      required: ['city'],
-      additionalProperties: false,
-    },
-  },
-};
 
 /** The chunk fields Tollgate adds to OpenAI's (the bill). */
 type Billed = OpenAI.Chat.Completions.ChatCompletionChunk & Pick<StreamChunk, 'meta'>;
