@@ -26,5 +26,6 @@ COPY --from=build /app/bin ./bin
 RUN mkdir -p /app/data && chown node:node /app/data
 USER node
 EXPOSE 8080
-# `serve` runs in this very process, so `docker stop` (SIGTERM) drains in-flight calls.
-CMD ["node", "bin/tollgate", "serve"]
+# `serve` runs in this very process, so `docker stop` (SIGTERM) drains in-flight calls. Started as an
+# executable, bin/tollgate gives node the flags of its first line (docs/operations.md).
+CMD ["bin/tollgate", "serve"]

@@ -16,6 +16,18 @@ import { findWrk } from './wrk.js';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 export const BIN = join(ROOT, 'bin', 'tollgate');
+/**
+ * The node flags of `bin/tollgate`'s `#!/usr/bin/env -S node …` line: a measured Tollgate is started as
+ * `node <these flags> bin/tollgate serve` (node named explicitly, to pin it and to wrap it in a profiler),
+ * which is how an operator's `bin/tollgate serve` runs.
+ */
+export function binNodeFlags(): string[] {
+  const first = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
+  const match = first.match(/^#!\S*env -S node(?<flags>( --\S+)*)\s*$/);
+  if (!match)
+    throw new Error(`${BIN}: its first line is not \`#!/usr/bin/env -S node [flags]\` (got "${first}")`);
+  return (match.groups?.flags ?? '').trim().split(' ').filter(Boolean);
+}
 export const SIMULATOR_MAIN = join(ROOT, 'dist', 'simulator', 'main.js');
 /** Where the child-process scripts of the harness are transpiled to (plain `node`, no loader). */
 export const BENCH_DIST = join(ROOT, 'dist', 'bench');

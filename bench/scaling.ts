@@ -67,7 +67,7 @@ const flags = readFlags('npm run bench:scaling --', {
   generator: GENERATOR_FLAG,
   env: {
     type: 'string',
-    help: "Tollgate's extra environment, e.g. NODE_OPTIONS=--max-semi-space-size=8",
+    help: "Tollgate's extra environment, e.g. SQLITE_CACHE_MB=16,METRICS_ENABLED=false",
   },
 });
 

@@ -24,6 +24,7 @@ import {
   BENCH_DIST,
   BIN,
   baseEnv,
+  binNodeFlags,
   cleanupAll,
   compileChildScripts,
   detectPinning,
@@ -219,7 +220,7 @@ async function startStreamTarget(
     const gateway = await startProcess({
       name: 'tollgate-sqlite',
       command: process.execPath,
-      args: [BIN, 'serve', '--json'],
+      args: [...binNodeFlags(), BIN, 'serve', '--json'],
       env: baseEnv({
         DATABASE_URL: databaseUrl,
         PORT: '0',

@@ -25,6 +25,7 @@ import {
   BENCH_DIST,
   BIN,
   baseEnv,
+  binNodeFlags,
   onCleanup,
   type Pinning,
   ROOT,
@@ -303,7 +304,7 @@ export async function startTollgate(ctx: TargetContext, options: TollgateOptions
     const gateway = await startProcess({
       name: `tollgate-${options.name}`,
       command: process.execPath,
-      args: [BIN, 'serve', '--json'],
+      args: [...binNodeFlags(), BIN, 'serve', '--json'],
       env: baseEnv({
         DATABASE_URL: options.databaseUrl,
         PORT: '0',

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Config, loadConfig } from '../config/index.js';
+import { type Config, databaseKindOf, loadConfig } from '../config/index.js';
 import { openStore, storeOptionsFrom } from '../store/index.js';
 import { sqlitePathOf } from '../store/sqlite/open.js';
 import type { Account, Store } from '../store/types.js';
@@ -18,7 +18,7 @@ export interface WithStoreOptions {
 
 /** The SQLite file a URL names when it does not exist yet; undefined when it does (or is not a file). */
 function missingSqliteFile(url: string): string | undefined {
-  if (!url.startsWith('sqlite:')) return undefined;
+  if (databaseKindOf(url) !== 'sqlite') return undefined;
   const path = sqlitePathOf(url);
   if (path === ':memory:') return undefined;
   const file = resolve(path);

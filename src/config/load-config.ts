@@ -8,6 +8,7 @@ import {
   type ProviderName,
 } from '../providers/types.js';
 import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel } from './config.js';
+import { databaseKindOf } from './database-kind.js';
 
 /** Thrown when configuration is invalid; `problems` names each variable and what is wrong with it. */
 export class ConfigError extends Error {
@@ -274,7 +275,7 @@ export function loadConfig(
   const r = new Reader({ ...options.defaults, ...fromFile, ...env, ...options.overrides }, problems);
 
   const databaseUrl = r.string('DATABASE_URL', 'sqlite:./data/tollgate.db');
-  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl)) {
+  if (databaseKindOf(databaseUrl) === undefined) {
     problems.push(
       `DATABASE_URL: must start with sqlite: or postgres:// (got "${withoutPassword(databaseUrl)}")`,
     );

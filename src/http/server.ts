@@ -94,7 +94,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
 
   // Holds are owned by the process that placed them (./hold-sweeper.ts): those a previous process left
   // open are released before this one serves, as are those of PostgreSQL instances gone silent.
-  const shared = store.dialect === 'postgres';
+  const shared = store.sharedByInstances;
   const holdOwner = { store, instanceId, shared, config, now, logger };
   if (shared) await store.markInstanceAlive(instanceId, now());
   await releaseLeftoverHolds(holdOwner);

@@ -31,6 +31,7 @@ export function composeStore(parts: StoreParts): Store {
   const { ledger, reads, accounts, keys, keyLookup, idempotency, instances } = parts;
   return {
     dialect: parts.dialect,
+    sharedByInstances: parts.sharedByInstances,
     migrate: (target) => parts.migrate(target),
     close: () => parts.close(),
     ping: () => parts.ping(),

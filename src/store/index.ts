@@ -1,3 +1,4 @@
+import { databaseKindOf } from '../config/database-kind.js';
 import { openSqliteStore } from './sqlite/store.js';
 import type { OpenStoreOptions } from './store-options.js';
 import type { Store } from './types.js';
@@ -14,8 +15,9 @@ export async function openStore(
   url: string,
   options: OpenStoreOptions = { sqliteSynchronous: 'NORMAL' },
 ): Promise<Store> {
-  if (url.startsWith('sqlite:')) return openSqliteStore(url, options);
-  if (/^postgres(ql)?:\/\//.test(url)) {
+  const kind = databaseKindOf(url);
+  if (kind === 'sqlite') return openSqliteStore(url, options);
+  if (kind === 'postgres') {
     // Loaded only here: a SQLite deployment never loads the driver, nor pays for its memory.
     const { openPostgresStore } = await import('./postgres/store.js');
     return openPostgresStore(url, options);

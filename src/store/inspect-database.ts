@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
+import { databaseKindOf } from '../config/database-kind.js';
 import type { Database } from './schema.js';
 import { sqlitePathOf } from './sqlite/open.js';
 
@@ -46,7 +47,7 @@ interface OpenedForCheck {
 
 /** A connection for the check, or undefined when there is nothing to check (no SQLite file yet). */
 async function openForCheck(url: string): Promise<OpenedForCheck | undefined> {
-  if (url.startsWith('sqlite:')) {
+  if (databaseKindOf(url) === 'sqlite') {
     const path = sqlitePathOf(url);
     if (path === ':memory:') return undefined;
     const file = resolve(path);

@@ -7,6 +7,7 @@
  * together, as `compose-store.ts` puts them.
  */
 
+import type { DatabaseKind } from '../config/index.js';
 import type { DashboardStore } from './dashboard-store.js';
 import type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';
 
@@ -333,7 +334,14 @@ export interface Instances {
 
 /** The store of one database, as opened by `openStore`. */
 export interface StoreLifecycle {
-  readonly dialect: 'sqlite' | 'postgres';
+  /** The database's name, for display (`tollgate migrate` prints it); behaviour reads the properties below. */
+  readonly dialect: DatabaseKind;
+  /**
+   * Whether several server processes may use this database at once: true for PostgreSQL, whose instances
+   * track one another (`Instances`); false for the embedded SQLite store, one server per file
+   * (`sqlite/server-lock.ts`).
+   */
+  readonly sharedByInstances: boolean;
   /** Applies pending migrations, or those up to and including `target` (a migration's name); idempotent. */
   migrate(target?: string): Promise<void>;
   /** Writes what is still queued, then closes the database. */

@@ -26,7 +26,7 @@ function expectError(
   return error;
 }
 
-describe('authentication (spec §5, §7)', () => {
+describe('authentication', () => {
   it('401 missing_api_key without an Authorization header', async () => {
     expectError(await h.chat(hello, { key: null }), 401, 'missing_api_key', 'authentication_error');
   });
@@ -62,7 +62,7 @@ describe('authentication (spec §5, §7)', () => {
   });
 });
 
-describe('validation (spec §4 processing rules 2–3)', () => {
+describe('validation: messages first, then stream', () => {
   it.each([
     ['absent', {}],
     ['empty', { messages: [] }],
@@ -134,7 +134,7 @@ describe('routing errors', () => {
   });
 });
 
-describe('balance (spec §4 rule 4)', () => {
+describe('balance', () => {
   it('402 insufficient_balance asking to add credits, and nothing charged', async () => {
     const { accountId, key } = await h.newAccount('0');
     const error = expectError(

@@ -27,7 +27,7 @@ interface Body {
 }
 
 describe('POST /api/v1/chat/completions — success', () => {
-  it('returns the spec §2.4 body with meta, and charges exactly the reported cost', async () => {
+  it('returns the documented response body with meta, and charges exactly the reported cost', async () => {
     const before = await h.balanceNano();
     const res = await h.chat({ ...hello, provider: 'prov-deepseek' });
     expect(res.status).toBe(200);

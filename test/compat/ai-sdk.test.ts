@@ -75,7 +75,7 @@ describe('Vercel AI SDK (createOpenAICompatible + generateText) against a runnin
     expect((result.providerMetadata?.tollgate as unknown as TollgateMeta).provider).toBe('prov-mistral');
   });
 
-  it('a 402 throws APICallError with statusCode 402 and the spec error body', async () => {
+  it('a 402 throws APICallError with statusCode 402, not retryable, and the insufficient_balance error body', async () => {
     const { key } = await h.newAccount('0');
     const err = await generateText({ model: tollgate(key)('auto'), prompt: 'hi', maxRetries: 0 }).catch(
       (e: unknown) => e,

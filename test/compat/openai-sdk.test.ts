@@ -96,7 +96,7 @@ describe('the official openai SDK against a running Tollgate', () => {
     expect(one).toMatchObject({ id: gptOss, object: 'model', owned_by: 'prov-gpt-oss-120b' });
   });
 
-  it('surfaces 401 as AuthenticationError with the spec code', async () => {
+  it('surfaces 401 as AuthenticationError with code invalid_api_key and type authentication_error', async () => {
     const bad = new OpenAI({ apiKey: 'sk-svc-00000000000000000000000000000000', baseURL, maxRetries: 0 });
     const err = await bad.chat.completions
       .create({ model: 'auto', messages: [{ role: 'user', content: 'hi' }] })
@@ -117,7 +117,7 @@ describe('the official openai SDK against a running Tollgate', () => {
     expect((err as InstanceType<typeof OpenAI.BadRequestError>).code).toBe('streaming_not_supported');
   });
 
-  it('surfaces 400 invalid_messages as BadRequestError with the spec message', async () => {
+  it('surfaces 400 invalid_messages as BadRequestError with the message "Messages array is required"', async () => {
     const err = await client.chat.completions
       .create({ model: 'auto', messages: [] })
       .catch((e: unknown) => e);

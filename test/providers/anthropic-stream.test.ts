@@ -1,21 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { anthropicAdapter } from '../../src/providers/anthropic/index.js';
-import type { StreamParser, UpstreamChatRequest } from '../../src/providers/types.js';
-import {
-  catchError,
-  chatRequest,
-  fixture,
-  httpResponse,
-  providerConfig,
-  TEST_KEY,
-} from './provider-test-helpers.js';
-import { feed, fixtureEvents, onlyChoice, sse } from './stream-test-helpers.js';
+import { chatRequest, providerConfig, TEST_KEY } from './provider-test-helpers.js';
+import { feed, fixtureEvents, sse, streamHarness } from './stream-test-helpers.js';
 
 const claude = providerConfig('prov-claude', 'anthropic', 'https://api.anthropic.com', 'claude-sonnet-4-5');
-
-function parser(request: UpstreamChatRequest = chatRequest()): StreamParser {
-  return anthropicAdapter.streamParser(claude, request);
-}
+const { parser, deltasOf, choiceOf, errorOf, answer, play, playAgainstAnswer, midStreamError } =
+  streamHarness(anthropicAdapter, claude);
 
 const JSON_MODE = chatRequest({ responseFormat: { type: 'json_object' } });
 
@@ -65,14 +55,10 @@ const STOP = sse({ type: 'message_stop' }, 'message_stop');
 
 describe('anthropic stream: text, thinking and usage', () => {
   it('streams the same text, usage and model as the answer that is not streamed; thinking is not text', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('anthropic-stream-text.txt'));
-    const unstreamed = anthropicAdapter.parseResponse(
-      claude,
-      httpResponse(200, fixture('anthropic-message.json')),
-      chatRequest(),
+    const { stream, choice, unstreamed } = playAgainstAnswer(
+      'anthropic-stream-text.txt',
+      'anthropic-message.json',
     );
-    const choice = onlyChoice(deltas);
     expect(choice.text).toBe(unstreamed.choices[0]?.text);
     expect(choice.text).toBe('Hi! My name is Claude. How can I help?');
     expect(choice.text).not.toContain('greets');
@@ -117,25 +103,23 @@ describe('anthropic stream: text, thinking and usage', () => {
   });
 
   it('leaves redacted thinking out and finishes with the mapped stop reason', () => {
-    const choice = onlyChoice(
-      feed(parser(), [
-        start(),
-        blockStart(0, { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' }),
-        blockStop(0),
-        blockStart(1, { type: 'text', text: '' }),
-        blockDelta(1, { type: 'text_delta', text: 'Based on' }),
-        blockDelta(1, { type: 'citations_delta', citation: { type: 'char_location' } }),
-        blockDelta(1, { type: 'text_delta', text: ' my analysis' }),
-        blockStop(1),
-        messageDelta('max_tokens', { output_tokens: 100 }),
-        STOP,
-      ]),
-    );
+    const choice = choiceOf([
+      start(),
+      blockStart(0, { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3pzix' }),
+      blockStop(0),
+      blockStart(1, { type: 'text', text: '' }),
+      blockDelta(1, { type: 'text_delta', text: 'Based on' }),
+      blockDelta(1, { type: 'citations_delta', citation: { type: 'char_location' } }),
+      blockDelta(1, { type: 'text_delta', text: ' my analysis' }),
+      blockStop(1),
+      messageDelta('max_tokens', { output_tokens: 100 }),
+      STOP,
+    ]);
     expect(choice).toMatchObject({ text: 'Based on my analysis', finish: 'length' });
   });
 
   it('sends the explanation of a refusal stop, then content_filter', () => {
-    const deltas = feed(parser(), [
+    const deltas = deltasOf([
       start(),
       messageDelta(
         'refusal',
@@ -152,14 +136,10 @@ describe('anthropic stream: text, thinking and usage', () => {
 
 describe('anthropic stream: tool calls and JSON mode', () => {
   it('streams a tool call as the answer that is not streamed has it: id and name first, then its input', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('anthropic-stream-tool-use.txt'));
-    const unstreamed = anthropicAdapter.parseResponse(
-      claude,
-      httpResponse(200, fixture('anthropic-tool-use.json')),
-      chatRequest(),
+    const { stream, deltas, choice, unstreamed } = playAgainstAnswer(
+      'anthropic-stream-tool-use.txt',
+      'anthropic-tool-use.json',
     );
-    const choice = onlyChoice(deltas);
     const expected = unstreamed.choices[0];
     expect(choice.text).toBe(expected?.text);
     expect(choice.finish).toBe('tool_calls');
@@ -182,26 +162,24 @@ describe('anthropic stream: tool calls and JSON mode', () => {
   });
 
   it('numbers tool_use blocks 0, 1, 2… and sends {} for a block whose input never came', () => {
-    const choice = onlyChoice(
-      feed(parser(), [
-        start(),
-        blockStart(0, { type: 'thinking', thinking: '' }),
-        blockDelta(0, { type: 'thinking_delta', thinking: 'two calls' }),
-        blockDelta(0, { type: 'signature_delta', signature: 'sig' }),
-        blockStop(0),
-        blockStart(1, { type: 'tool_use', id: 'toolu_a', name: 'now', input: {} }),
-        blockDelta(1, { type: 'input_json_delta', partial_json: '' }),
-        blockStop(1),
-        blockStart(2, { type: 'tool_use', id: 'toolu_b', name: 'get_weather', input: {} }),
-        blockDelta(2, { type: 'input_json_delta', partial_json: '{"city":' }),
-        blockDelta(2, { type: 'input_json_delta', partial_json: '"Paris"}' }),
-        blockStop(2),
-        blockStart(3, { type: 'tool_use', id: 'toolu_c', name: 'whole', input: { given: true } }),
-        blockStop(3),
-        messageDelta('tool_use', { output_tokens: 60 }),
-        STOP,
-      ]),
-    );
+    const choice = choiceOf([
+      start(),
+      blockStart(0, { type: 'thinking', thinking: '' }),
+      blockDelta(0, { type: 'thinking_delta', thinking: 'two calls' }),
+      blockDelta(0, { type: 'signature_delta', signature: 'sig' }),
+      blockStop(0),
+      blockStart(1, { type: 'tool_use', id: 'toolu_a', name: 'now', input: {} }),
+      blockDelta(1, { type: 'input_json_delta', partial_json: '' }),
+      blockStop(1),
+      blockStart(2, { type: 'tool_use', id: 'toolu_b', name: 'get_weather', input: {} }),
+      blockDelta(2, { type: 'input_json_delta', partial_json: '{"city":' }),
+      blockDelta(2, { type: 'input_json_delta', partial_json: '"Paris"}' }),
+      blockStop(2),
+      blockStart(3, { type: 'tool_use', id: 'toolu_c', name: 'whole', input: { given: true } }),
+      blockStop(3),
+      messageDelta('tool_use', { output_tokens: 60 }),
+      STOP,
+    ]);
     expect(choice.text).toBe('');
     expect(choice.toolCalls).toEqual([
       { id: 'toolu_a', name: 'now', arguments: '{}' },
@@ -212,17 +190,14 @@ describe('anthropic stream: tool calls and JSON mode', () => {
   });
 
   it('streams the JSON-mode tool input as text and finishes stop, as the answer that is not streamed does', () => {
-    const stream = parser(JSON_MODE);
-    const deltas = feed(stream, fixtureEvents('anthropic-stream-json-object.txt'));
-    const choice = onlyChoice(deltas);
+    const { stream, deltas, choice } = play('anthropic-stream-json-object.txt', JSON_MODE);
     expect(deltas.some((d) => d.type === 'tool_call')).toBe(false);
     expect(choice.finish).toBe('stop');
     expect(JSON.parse(choice.text)).toEqual({
       elements: [{ location: 'San Francisco', temperature: 58, condition: 'sunny' }],
     });
-    const unstreamed = anthropicAdapter.parseResponse(
-      claude,
-      httpResponse(200, {
+    const unstreamed = answer(
+      {
         id: 'msg_1',
         type: 'message',
         role: 'assistant',
@@ -230,26 +205,27 @@ describe('anthropic stream: tool calls and JSON mode', () => {
         content: [{ type: 'tool_use', id: 'toolu_1', name: 'json_object', input: JSON.parse(choice.text) }],
         stop_reason: 'tool_use',
         usage: { input_tokens: 849, output_tokens: 47 },
-      }),
+      },
       JSON_MODE,
     );
     expect(JSON.parse(unstreamed.choices[0]?.text ?? '')).toEqual(JSON.parse(choice.text));
     expect(unstreamed.choices[0]?.finishReason).toBe(choice.finish);
     expect(stream.usage()).toEqual({ promptTokens: 849, completionTokens: 47, cachedPromptTokens: 0 });
     // Without JSON mode the same stream is a call of a tool named json_object.
-    const plain = onlyChoice(feed(parser(), fixtureEvents('anthropic-stream-json-object.txt')));
+    const plain = play('anthropic-stream-json-object.txt').choice;
     expect(plain.toolCalls).toMatchObject([{ id: 'toolu_01KFbKqPYSuAKujiL6mTfzYA', name: 'json_object' }]);
     expect(plain.finish).toBe('tool_calls');
   });
 
   it('sends {} as the text of a JSON-mode call whose input never came', () => {
-    const choice = onlyChoice(
-      feed(parser(JSON_MODE), [
+    const choice = choiceOf(
+      [
         start(),
         blockStart(0, { type: 'tool_use', id: 'toolu_1', name: 'json_object', input: {} }),
         blockStop(0),
         messageDelta('tool_use', { output_tokens: 5 }),
-      ]),
+      ],
+      JSON_MODE,
     );
     expect(choice).toMatchObject({ text: '{}', finish: 'stop', toolCalls: [] });
   });
@@ -257,10 +233,8 @@ describe('anthropic stream: tool calls and JSON mode', () => {
 
 describe('anthropic stream: errors', () => {
   it('throws an overloaded error event as a server error', () => {
-    const stream = parser();
-    const events = fixtureEvents('anthropic-stream-error.txt');
-    expect(onlyChoice(feed(stream, events.slice(0, -1))).text).toBe('Once upon');
-    const error = catchError(() => feed(stream, events.slice(-1)));
+    const { textBefore, error } = midStreamError('anthropic-stream-error.txt');
+    expect(textBefore).toBe('Once upon');
     expect(error.kind).toBe('server_error');
     expect(error.retryable).toBe(true);
     expect(error.message).toContain('Overloaded');
@@ -268,7 +242,7 @@ describe('anthropic stream: errors', () => {
 
   it('classifies error events by their type', () => {
     const kindOf = (type: string) =>
-      catchError(() => feed(parser(), [sse({ type: 'error', error: { type, message: 'm' } }, 'error')])).kind;
+      errorOf([sse({ type: 'error', error: { type, message: 'm' } }, 'error')]).kind;
     expect(kindOf('overloaded_error')).toBe('server_error');
     expect(kindOf('api_error')).toBe('server_error');
     expect(kindOf('rate_limit_error')).toBe('rate_limited');
@@ -278,31 +252,21 @@ describe('anthropic stream: errors', () => {
     expect(kindOf('request_too_large')).toBe('rejected');
     expect(kindOf('some_future_error')).toBe('server_error');
     // The type in the data counts even without the event name.
-    expect(
-      catchError(() => feed(parser(), [sse({ type: 'error', error: { type: 'rate_limit_error' } })])).kind,
-    ).toBe('rate_limited');
+    expect(errorOf([sse({ type: 'error', error: { type: 'rate_limit_error' } })]).kind).toBe('rate_limited');
   });
 
   it('keeps the key out of messages; unreadable or malformed events are bad responses', () => {
-    const leaked = catchError(() =>
-      feed(parser(), [
-        sse({ type: 'error', error: { type: 'api_error', message: `bad ${TEST_KEY}` } }, 'error'),
-      ]),
-    );
+    const leaked = errorOf([
+      sse({ type: 'error', error: { type: 'api_error', message: `bad ${TEST_KEY}` } }, 'error'),
+    ]);
     expect(leaked.message).not.toContain(TEST_KEY);
-    expect(catchError(() => feed(parser(), [sse('{"type":"message_start"', 'message_start')])).kind).toBe(
-      'bad_response',
-    );
-    expect(catchError(() => feed(parser(), [blockStart(0, { type: 'tool_use', input: {} })])).kind).toBe(
-      'bad_response',
-    );
-    expect(catchError(() => feed(parser(), [start({ input_tokens: 'many', output_tokens: 1 })])).kind).toBe(
-      'bad_response',
-    );
+    expect(errorOf([sse('{"type":"message_start"', 'message_start')]).kind).toBe('bad_response');
+    expect(errorOf([blockStart(0, { type: 'tool_use', input: {} })]).kind).toBe('bad_response');
+    expect(errorOf([start({ input_tokens: 'many', output_tokens: 1 })]).kind).toBe('bad_response');
   });
 
   it('ignores ping, unknown events and unknown deltas', () => {
-    const deltas = feed(parser(), [
+    const deltas = deltasOf([
       start(),
       sse({ type: 'ping' }, 'ping'),
       sse(''),

@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { geminiAdapter } from '../../src/providers/gemini/index.js';
-import type { StreamParser, UpstreamChatRequest } from '../../src/providers/types.js';
-import {
-  catchError,
-  chatRequest,
-  fixture,
-  httpResponse,
-  providerConfig,
-  TEST_KEY,
-} from './provider-test-helpers.js';
-import { assemble, feed, fixtureEvents, onlyChoice, sse } from './stream-test-helpers.js';
+import { chatRequest, providerConfig, TEST_KEY } from './provider-test-helpers.js';
+import { assemble, feed, fixtureEvents, sse, streamHarness } from './stream-test-helpers.js';
 
 const gemini = providerConfig(
   'prov-gemini',
@@ -17,10 +9,10 @@ const gemini = providerConfig(
   'https://generativelanguage.googleapis.com',
   'gemini-2.5-flash',
 );
-
-function parser(request: UpstreamChatRequest = chatRequest()): StreamParser {
-  return geminiAdapter.streamParser(gemini, request);
-}
+const { parser, deltasOf, choiceOf, errorOf, playAgainstAnswer, midStreamError } = streamHarness(
+  geminiAdapter,
+  gemini,
+);
 
 const USAGE = { promptTokenCount: 4, candidatesTokenCount: 2, totalTokenCount: 6 };
 
@@ -36,14 +28,10 @@ const GENERATED_ID = /^call_[0-9a-f]{24}$/;
 
 describe('gemini stream: text and usage', () => {
   it('streams the same text, usage and model as the answer that is not streamed; thoughts are not text', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('gemini-stream-text.txt'));
-    const unstreamed = geminiAdapter.parseResponse(
-      gemini,
-      httpResponse(200, fixture('gemini-generate-content.json')),
-      chatRequest(),
+    const { stream, choice, unstreamed } = playAgainstAnswer(
+      'gemini-stream-text.txt',
+      'gemini-generate-content.json',
     );
-    const choice = onlyChoice(deltas);
     expect(choice.text).toBe(unstreamed.choices[0]?.text);
     expect(choice.text).toBe('Hello! How can I help you today?');
     expect(choice.text).not.toContain('Considering');
@@ -113,9 +101,7 @@ describe('gemini stream: text and usage', () => {
   });
 
   it('maps a safety stop to content_filter', () => {
-    const choice = onlyChoice(
-      feed(parser(), [sse(response([candidate([{ text: 'partial' }], { finishReason: 'SAFETY' })]))]),
-    );
+    const choice = choiceOf([sse(response([candidate([{ text: 'partial' }], { finishReason: 'SAFETY' })]))]);
     expect(choice).toMatchObject({ text: 'partial', finish: 'content_filter' });
   });
 
@@ -132,7 +118,7 @@ describe('gemini stream: text and usage', () => {
       ],
     };
     const events = [sse(response([candidate([{ text: 'Hi' }], { logprobsResult })]))];
-    const asked = onlyChoice(feed(parser(chatRequest({ logprobs: { top: 1 } })), events));
+    const asked = choiceOf(events, chatRequest({ logprobs: { top: 1 } }));
     expect(asked.logprobs).toEqual([
       {
         content: [
@@ -145,20 +131,16 @@ describe('gemini stream: text and usage', () => {
         ],
       },
     ]);
-    expect(onlyChoice(feed(parser(), events)).logprobs).toEqual([]);
+    expect(choiceOf(events).logprobs).toEqual([]);
   });
 });
 
 describe('gemini stream: function calls', () => {
   it('streams each call whole, with the names and arguments of the answer that is not streamed', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('gemini-stream-function-call.txt'));
-    const unstreamed = geminiAdapter.parseResponse(
-      gemini,
-      httpResponse(200, fixture('gemini-parallel-function-calls.json')),
-      chatRequest(),
+    const { stream, deltas, choice, unstreamed } = playAgainstAnswer(
+      'gemini-stream-function-call.txt',
+      'gemini-parallel-function-calls.json',
     );
-    const choice = onlyChoice(deltas);
     expect(choice.toolCalls.map(({ name, arguments: args }) => ({ name, args }))).toEqual(
       unstreamed.choices[0]?.toolCalls.map(({ name, arguments: args }) => ({ name, args })),
     );
@@ -178,48 +160,39 @@ describe('gemini stream: function calls', () => {
 
   it('gives the same ids to the same stream, keeps Gemini ids, and a call cut by the limit stays length', () => {
     const events = fixtureEvents('gemini-stream-function-call.txt');
-    const ids = onlyChoice(feed(parser(), events)).toolCalls.map((call) => call.id);
-    expect(onlyChoice(feed(parser(), events)).toolCalls.map((call) => call.id)).toEqual(ids);
-    const own = onlyChoice(
-      feed(parser(), [
-        sse(
-          response([
-            candidate([{ functionCall: { id: 'fc-1', name: 'f', args: { a: 1 } } }], {
-              finishReason: 'MAX_TOKENS',
-            }),
-          ]),
-        ),
-      ]),
-    );
+    const ids = choiceOf(events).toolCalls.map((call) => call.id);
+    expect(choiceOf(events).toolCalls.map((call) => call.id)).toEqual(ids);
+    const own = choiceOf([
+      sse(
+        response([
+          candidate([{ functionCall: { id: 'fc-1', name: 'f', args: { a: 1 } } }], {
+            finishReason: 'MAX_TOKENS',
+          }),
+        ]),
+      ),
+    ]);
     expect(own.toolCalls).toEqual([{ id: 'fc-1', name: 'f', arguments: '{"a":1}' }]);
     expect(own.finish).toBe('length');
   });
 
   it('refuses a call without a name or with args that are not an object', () => {
-    expect(
-      catchError(() => feed(parser(), [sse(response([candidate([{ functionCall: { args: {} } }])]))])).kind,
-    ).toBe('bad_response');
-    expect(
-      catchError(() =>
-        feed(parser(), [sse(response([candidate([{ functionCall: { name: 'f', args: [1] } }])]))]),
-      ).kind,
-    ).toBe('bad_response');
+    expect(errorOf([sse(response([candidate([{ functionCall: { args: {} } }])]))]).kind).toBe('bad_response');
+    expect(errorOf([sse(response([candidate([{ functionCall: { name: 'f', args: [1] } }])]))]).kind).toBe(
+      'bad_response',
+    );
   });
 });
 
 describe('gemini stream: errors', () => {
   it('throws an error chunk by its code: 503 is a server error', () => {
-    const stream = parser();
-    const events = fixtureEvents('gemini-stream-error.txt');
-    expect(onlyChoice(feed(stream, events.slice(0, -1))).text).toBe('Once upon a time');
-    const error = catchError(() => feed(stream, events.slice(-1)));
+    const { textBefore, error } = midStreamError('gemini-stream-error.txt');
+    expect(textBefore).toBe('Once upon a time');
     expect(error.kind).toBe('server_error');
     expect(error.message).toContain('The model is overloaded');
   });
 
   it('classifies error chunks by code, else by status', () => {
-    const kindOf = (error: Record<string, unknown>) =>
-      catchError(() => feed(parser(), [sse({ error })])).kind;
+    const kindOf = (error: Record<string, unknown>) => errorOf([sse({ error })]).kind;
     expect(kindOf({ code: 429, message: 'quota', status: 'RESOURCE_EXHAUSTED' })).toBe('rate_limited');
     expect(kindOf({ message: 'quota', status: 'RESOURCE_EXHAUSTED' })).toBe('rate_limited');
     expect(kindOf({ code: 500, message: 'internal', status: 'INTERNAL' })).toBe('server_error');
@@ -236,13 +209,11 @@ describe('gemini stream: errors', () => {
   });
 
   it('keeps the key out of messages; unreadable events are bad responses; unknown fields are ignored', () => {
-    const leaked = catchError(() =>
-      feed(parser(), [sse({ error: { code: 500, message: `key=${TEST_KEY}` } })]),
-    );
+    const leaked = errorOf([sse({ error: { code: 500, message: `key=${TEST_KEY}` } })]);
     expect(leaked.message).not.toContain(TEST_KEY);
-    expect(catchError(() => feed(parser(), [sse('{"candidates":')])).kind).toBe('bad_response');
-    expect(catchError(() => feed(parser(), [sse(response(['x']))])).kind).toBe('bad_response');
-    const deltas = feed(parser(), [
+    expect(errorOf([sse('{"candidates":')]).kind).toBe('bad_response');
+    expect(errorOf([sse(response(['x']))]).kind).toBe('bad_response');
+    const deltas = deltasOf([
       sse(''),
       sse(
         response(

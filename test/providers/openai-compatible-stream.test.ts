@@ -1,15 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { openaiCompatibleAdapter } from '../../src/providers/openai-compatible/index.js';
-import type { StreamParser, UpstreamChatRequest } from '../../src/providers/types.js';
-import {
-  catchError,
-  chatRequest,
-  fixture,
-  httpResponse,
-  providerConfig,
-  TEST_KEY,
-} from './provider-test-helpers.js';
-import { assemble, feed, fixtureEvents, onlyChoice, sse } from './stream-test-helpers.js';
+import { chatRequest, providerConfig, TEST_KEY } from './provider-test-helpers.js';
+import { assemble, feed, fixtureEvents, sse, streamHarness } from './stream-test-helpers.js';
 
 const deepseek = providerConfig(
   'prov-deepseek',
@@ -17,10 +9,10 @@ const deepseek = providerConfig(
   'https://api.deepseek.com/v1',
   'deepseek-chat',
 );
-
-function parser(request: UpstreamChatRequest = chatRequest()): StreamParser {
-  return openaiCompatibleAdapter.streamParser(deepseek, request);
-}
+const { parser, deltasOf, choiceOf, errorOf, playAgainstAnswer, midStreamError } = streamHarness(
+  openaiCompatibleAdapter,
+  deepseek,
+);
 
 /** A `chat.completion.chunk` holding `choices`. */
 function chunk(choices: unknown[], extra: Record<string, unknown> = {}): Record<string, unknown> {
@@ -35,14 +27,10 @@ const GENERATED_ID = /^call_[0-9a-f]{24}$/;
 
 describe('openai-compatible stream: text and usage', () => {
   it('streams the same text, usage and model as the answer that is not streamed', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('openai-stream-text.txt'));
-    const unstreamed = openaiCompatibleAdapter.parseResponse(
-      deepseek,
-      httpResponse(200, fixture('openai-deepseek-chat.json')),
-      chatRequest(),
+    const { stream, deltas, choice, unstreamed } = playAgainstAnswer(
+      'openai-stream-text.txt',
+      'openai-deepseek-chat.json',
     );
-    const choice = onlyChoice(deltas);
     expect(choice.text).toBe(unstreamed.choices[0]?.text);
     expect(choice.text).toBe('Hello! How can I help you today?');
     expect(choice.finish).toBe('stop');
@@ -74,12 +62,9 @@ describe('openai-compatible stream: text and usage', () => {
   });
 
   it('leaves reasoning out of the text and bills it through the usage (DeepSeek reasoner)', () => {
-    const stream = parser();
-    const choice = onlyChoice(feed(stream, fixtureEvents('openai-stream-deepseek-reasoner.txt')));
-    const unstreamed = openaiCompatibleAdapter.parseResponse(
-      deepseek,
-      httpResponse(200, fixture('openai-deepseek-reasoner.json')),
-      chatRequest(),
+    const { stream, choice, unstreamed } = playAgainstAnswer(
+      'openai-stream-deepseek-reasoner.txt',
+      'openai-deepseek-reasoner.json',
     );
     expect(choice.text).toBe(unstreamed.choices[0]?.text);
     expect(stream.usage()).toEqual(unstreamed.usage);
@@ -116,7 +101,7 @@ describe('openai-compatible stream: text and usage', () => {
       content: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [] }],
       refusal: null,
     };
-    const deltas = feed(parser(), [
+    const choice = choiceOf([
       sse(chunk([{ ...delta({ content: 'Hi' }), logprobs }])),
       sse(chunk([delta({ refusal: "I'm sorry, I cannot help with that." })])),
       // Mistral sends content as parts; thinking parts are not text.
@@ -132,14 +117,13 @@ describe('openai-compatible stream: text and usage', () => {
       ),
       sse(chunk([delta({ content: null }, 'stop')], { usage: { prompt_tokens: 1, completion_tokens: 2 } })),
     ]);
-    const choice = onlyChoice(deltas);
     expect(choice.text).toBe('Hi there');
     expect(choice.refusal).toBe("I'm sorry, I cannot help with that.");
     expect(choice.logprobs).toEqual([logprobs]);
     // A chunk's `logprobs: {content: null}` carries none and is not passed on.
-    expect(
-      feed(parser(), [sse(chunk([{ ...delta({ content: 'x' }), logprobs: { content: null } }]))]),
-    ).toEqual([{ type: 'text', choice: 0, text: 'x' }]);
+    expect(deltasOf([sse(chunk([{ ...delta({ content: 'x' }), logprobs: { content: null } }]))])).toEqual([
+      { type: 'text', choice: 0, text: 'x' },
+    ]);
   });
 
   it('tells choices apart by index and is done once each finished and the usage came', () => {
@@ -160,14 +144,10 @@ describe('openai-compatible stream: text and usage', () => {
 
 describe('openai-compatible stream: tool calls', () => {
   it('streams the same calls as the answer that is not streamed: id and name first, then the arguments', () => {
-    const stream = parser();
-    const deltas = feed(stream, fixtureEvents('openai-stream-tool-calls.txt'));
-    const unstreamed = openaiCompatibleAdapter.parseResponse(
-      deepseek,
-      httpResponse(200, fixture('openai-parallel-tool-calls.json')),
-      chatRequest(),
+    const { stream, deltas, choice, unstreamed } = playAgainstAnswer(
+      'openai-stream-tool-calls.txt',
+      'openai-parallel-tool-calls.json',
     );
-    const choice = onlyChoice(deltas);
     expect(choice.toolCalls).toEqual(unstreamed.choices[0]?.toolCalls);
     for (const call of choice.toolCalls) expect(() => JSON.parse(call.arguments)).not.toThrow();
     expect(choice.text).toBe('');
@@ -191,8 +171,8 @@ describe('openai-compatible stream: tool calls', () => {
         ]),
       ),
     ];
-    const first = onlyChoice(feed(parser(), events)).toolCalls;
-    const again = onlyChoice(feed(parser(), events)).toolCalls;
+    const first = choiceOf(events).toolCalls;
+    const again = choiceOf(events).toolCalls;
     expect(first.map((call) => call.id)).toEqual(again.map((call) => call.id));
     expect(first[0]?.id).toMatch(GENERATED_ID);
     expect(first[1]?.id).toMatch(GENERATED_ID);
@@ -202,12 +182,12 @@ describe('openai-compatible stream: tool calls', () => {
       { name: 'f', arguments: '{}' },
     ]);
     // The next turn of the conversation gets other ids.
-    const nextTurn = parser(chatRequest({ messages: [{ role: 'user', content: 'again' }] }));
-    expect(onlyChoice(feed(nextTurn, events)).toolCalls[0]?.id).not.toBe(first[0]?.id);
+    const nextTurn = chatRequest({ messages: [{ role: 'user', content: 'again' }] });
+    expect(choiceOf(events, nextTurn).toolCalls[0]?.id).not.toBe(first[0]?.id);
   });
 
   it('sends an id repeated on every piece once, and holds arguments back until the name came', () => {
-    const deltas = feed(parser(), [
+    const deltas = deltasOf([
       sse(chunk([delta({ tool_calls: [{ index: 0, id: 'call_1', function: { arguments: '{"q":' } }] })])),
       sse(
         chunk([
@@ -223,18 +203,14 @@ describe('openai-compatible stream: tool calls', () => {
   });
 
   it('takes a new id with a name under an index already used as a new call (hosts that number every call 0)', () => {
-    const choice = onlyChoice(
-      feed(parser(), [
-        sse(
-          chunk([delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'f', arguments: '{}' } }] })]),
-        ),
-        sse(
-          chunk([
-            delta({ tool_calls: [{ index: 0, id: 'b', function: { name: 'g', arguments: '{"x":1}' } }] }),
-          ]),
-        ),
-      ]),
-    );
+    const choice = choiceOf([
+      sse(chunk([delta({ tool_calls: [{ index: 0, id: 'a', function: { name: 'f', arguments: '{}' } }] })])),
+      sse(
+        chunk([
+          delta({ tool_calls: [{ index: 0, id: 'b', function: { name: 'g', arguments: '{"x":1}' } }] }),
+        ]),
+      ),
+    ]);
     expect(choice.toolCalls).toEqual([
       { id: 'a', name: 'f', arguments: '{}' },
       { id: 'b', name: 'g', arguments: '{"x":1}' },
@@ -242,25 +218,21 @@ describe('openai-compatible stream: tool calls', () => {
   });
 
   it('reads whole calls, arguments given as an object, and the legacy function_call', () => {
-    const choice = onlyChoice(
-      feed(parser(), [
-        sse(
-          chunk([
-            delta({
-              tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: { a: 1 } } }],
-            }),
-          ]),
-        ),
-        sse(chunk([delta({}, 'tool_calls')])),
-      ]),
-    );
+    const choice = choiceOf([
+      sse(
+        chunk([
+          delta({
+            tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: { a: 1 } } }],
+          }),
+        ]),
+      ),
+      sse(chunk([delta({}, 'tool_calls')])),
+    ]);
     expect(choice.toolCalls).toEqual([{ id: 'c1', name: 'f', arguments: '{"a":1}' }]);
-    const legacy = onlyChoice(
-      feed(parser(), [
-        sse(chunk([delta({ function_call: { name: 'lookup', arguments: '{"id"' } })])),
-        sse(chunk([delta({ function_call: { arguments: ':7}' } }, 'function_call')])),
-      ]),
-    );
+    const legacy = choiceOf([
+      sse(chunk([delta({ function_call: { name: 'lookup', arguments: '{"id"' } })])),
+      sse(chunk([delta({ function_call: { arguments: ':7}' } }, 'function_call')])),
+    ]);
     expect(legacy.toolCalls).toMatchObject([{ name: 'lookup', arguments: '{"id":7}' }]);
     expect(legacy.toolCalls[0]?.id).toMatch(GENERATED_ID);
     expect(legacy.finish).toBe('tool_calls');
@@ -269,17 +241,15 @@ describe('openai-compatible stream: tool calls', () => {
 
 describe('openai-compatible stream: errors', () => {
   it('throws an error sent mid-stream as a server error, with the upstream message', () => {
-    const stream = parser();
-    const events = fixtureEvents('openai-stream-error.txt');
-    expect(onlyChoice(feed(stream, events.slice(0, -1))).text).toBe('Once upon');
-    const error = catchError(() => feed(stream, events.slice(-1)));
+    const { textBefore, error } = midStreamError('openai-stream-error.txt');
+    expect(textBefore).toBe('Once upon');
     expect(error.kind).toBe('server_error');
     expect(error.retryable).toBe(true);
     expect(error.message).toContain('The server had an error while processing your request');
   });
 
   it('classifies a mid-stream error by what it says: rate limit, bad key, HTTP code', () => {
-    const kindOf = (body: unknown, name?: string) => catchError(() => feed(parser(), [sse(body, name)])).kind;
+    const kindOf = (body: unknown, name?: string) => errorOf([sse(body, name)]).kind;
     expect(
       kindOf({ error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded' } }),
     ).toBe('rate_limited');
@@ -297,20 +267,18 @@ describe('openai-compatible stream: errors', () => {
   });
 
   it('never lets the key into a message, and an unreadable event is a bad response', () => {
-    const leaked = catchError(() => feed(parser(), [sse({ error: { message: `invalid key ${TEST_KEY}` } })]));
+    const leaked = errorOf([sse({ error: { message: `invalid key ${TEST_KEY}` } })]);
     expect(leaked.message).not.toContain(TEST_KEY);
-    expect(catchError(() => feed(parser(), [sse('{"choices": [')])).kind).toBe('bad_response');
-    expect(catchError(() => feed(parser(), [sse('[1,2]')])).kind).toBe('bad_response');
-    expect(catchError(() => feed(parser(), [sse(chunk(['nope']))])).kind).toBe('bad_response');
-    expect(
-      catchError(() =>
-        feed(parser(), [sse(chunk([], { usage: { prompt_tokens: -1, completion_tokens: 1 } }))]),
-      ).kind,
-    ).toBe('bad_response');
+    expect(errorOf([sse('{"choices": [')]).kind).toBe('bad_response');
+    expect(errorOf([sse('[1,2]')]).kind).toBe('bad_response');
+    expect(errorOf([sse(chunk(['nope']))]).kind).toBe('bad_response');
+    expect(errorOf([sse(chunk([], { usage: { prompt_tokens: -1, completion_tokens: 1 } }))]).kind).toBe(
+      'bad_response',
+    );
   });
 
   it('ignores unknown fields and events it does not know', () => {
-    const deltas = feed(parser(), [
+    const deltas = deltasOf([
       sse(
         chunk([delta({ content: 'ok', audio: { id: 'x' } })], {
           x_custom: { anything: true },

@@ -1,6 +1,16 @@
 import { SseDecoder, type SseEvent } from '../../src/providers/sse-decoder.js';
-import type { FinishReason, StreamDelta, StreamParser, ToolCall } from '../../src/providers/types.js';
-import { fixture } from './provider-test-helpers.js';
+import type {
+  ChatResult,
+  FinishReason,
+  ProviderAdapter,
+  ProviderConfig,
+  StreamDelta,
+  StreamParser,
+  ToolCall,
+  UpstreamChatRequest,
+  UpstreamError,
+} from '../../src/providers/types.js';
+import { catchError, chatRequest, fixture, httpResponse } from './provider-test-helpers.js';
 
 /** The events of a recorded SSE transcript from `__fixtures__/`, decoded as the client decodes them. */
 export function fixtureEvents(name: string): SseEvent[] {
@@ -79,4 +89,69 @@ export function onlyChoice(deltas: readonly StreamDelta[]): AssembledChoice {
 /** An SSE event of `data` (JSON-encoded unless text), with an optional event name. */
 export function sse(data: unknown, name?: string): SseEvent {
   return { name, data: typeof data === 'string' ? data : JSON.stringify(data) };
+}
+
+/** A recorded stream fed whole to a fresh parser: the parser after it, every delta, and its one choice. */
+export interface PlayedStream {
+  stream: StreamParser;
+  deltas: StreamDelta[];
+  choice: AssembledChoice;
+}
+
+/**
+ * The stream parser of one adapter on one provider, and the scaffold its tests share. Every method starts
+ * a fresh parser for the plain chat request (`chatRequest()`) unless given another request.
+ */
+export interface StreamHarness {
+  /** A fresh parser of the answer to `request`. */
+  parser(request?: UpstreamChatRequest): StreamParser;
+  /** The deltas a fresh parser gives for `events`. */
+  deltasOf(events: readonly SseEvent[], request?: UpstreamChatRequest): StreamDelta[];
+  /** The one choice a fresh parser puts together from `events`. */
+  choiceOf(events: readonly SseEvent[], request?: UpstreamChatRequest): AssembledChoice;
+  /** The `UpstreamError` a fresh parser throws on `events`. */
+  errorOf(events: readonly SseEvent[], request?: UpstreamChatRequest): UpstreamError;
+  /** What the adapter makes of the 200 answer `body` (a JSON value or its text) not streamed. */
+  answer(body: unknown, request?: UpstreamChatRequest): ChatResult;
+  /** The recorded stream `transcript` (a file of `__fixtures__/`) fed whole to a fresh parser. */
+  play(transcript: string, request?: UpstreamChatRequest): PlayedStream;
+  /**
+   * The recorded stream `transcript` beside the recorded answer not streamed of the same call
+   * (`answerFixture`), both for the plain chat request.
+   */
+  playAgainstAnswer(transcript: string, answerFixture: string): PlayedStream & { unstreamed: ChatResult };
+  /**
+   * A recorded stream whose last event reports an error, on one parser: the text of the events before it,
+   * and the error the last one throws.
+   */
+  midStreamError(transcript: string): { textBefore: string; error: UpstreamError };
+}
+
+export function streamHarness(adapter: ProviderAdapter, provider: ProviderConfig): StreamHarness {
+  const parser = (request: UpstreamChatRequest = chatRequest()) => adapter.streamParser(provider, request);
+  const answer = (body: unknown, request: UpstreamChatRequest = chatRequest()) =>
+    adapter.parseResponse(provider, httpResponse(200, body), request);
+  const play = (transcript: string, request?: UpstreamChatRequest): PlayedStream => {
+    const stream = parser(request);
+    const deltas = feed(stream, fixtureEvents(transcript));
+    return { stream, deltas, choice: onlyChoice(deltas) };
+  };
+  return {
+    parser,
+    deltasOf: (events, request) => feed(parser(request), events),
+    choiceOf: (events, request) => onlyChoice(feed(parser(request), events)),
+    errorOf: (events, request) => catchError(() => feed(parser(request), events)),
+    answer,
+    play,
+    playAgainstAnswer: (transcript, answerFixture) => ({
+      ...play(transcript),
+      unstreamed: answer(fixture(answerFixture)),
+    }),
+    midStreamError(transcript) {
+      const stream = parser();
+      const events = fixtureEvents(transcript);
+      const textBefore = onlyChoice(feed(stream, events.slice(0, -1))).text;
+      return { textBefore, error: catchError(() => feed(stream, events.slice(-1))) };
+    },
+  };
 }

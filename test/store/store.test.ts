@@ -108,6 +108,10 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
     expect(store.dialect).toBe(TEST_DIALECT);
   });
 
+  it('the store says whether several server processes may share its database', () => {
+    expect(store.sharedByInstances).toBe(TEST_DIALECT === 'postgres');
+  });
+
   it('migrate is idempotent', async () => {
     await store.migrate();
     await store.migrate();

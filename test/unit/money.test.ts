@@ -91,7 +91,7 @@ describe('money', () => {
     expect(maxTokensFor(0, 1)).toBe(0);
   });
 
-  it('cost.total built as input + output matches the spec rule for arbitrary costs', () => {
+  it('cost.total built as input + output is within a nanodollar of the exact total, for arbitrary costs', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 10 ** 12 }), fc.integer({ min: 0, max: 10 ** 12 }), (a, b) => {
         const input = nanoToUsd(a);

@@ -1,11 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { flagsToSet, tuneV8, V8_FLAGS } from '../../src/runtime/v8-tuning.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const TUNING = join(ROOT, 'dist', 'runtime', 'v8-tuning.js');
+const BIN = join(ROOT, 'bin', 'tollgate');
 
 /**
  * A child node process that first tunes V8 as bin/tollgate does (or not), then makes one allocation site
@@ -67,4 +68,41 @@ describe('V8 tuning of a Tollgate process (src/runtime/v8-tuning.ts)', () => {
       expect(tuned).toBeLessThan(untuned / 4);
     },
   );
+
+  it('started as an executable, bin/tollgate runs node with an 8 MB young-generation semi-space', () => {
+    // Loaded before the CLI: prints node's flags, then makes the young generation grow as far as V8 lets it
+    // (every object survives a few collections) and prints its size.
+    const probe = `
+      import v8 from 'node:v8';
+      let keep = [];
+      for (let i = 0; i < 3e6; i++) { keep.push({ i, a: [i] }); if (keep.length > 200000) keep = []; }
+      const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      console.error('PROBE ' + JSON.stringify({ execArgv: process.execArgv, youngMb: young / 2 ** 20 }));
+    `;
+    const run = (command: string, args: string[]) =>
+      spawnSync(command, args, {
+        encoding: 'utf8',
+        // The shebang's \`env\` finds this very node first.
+        env: {
+          ...process.env,
+          PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ''}`,
+          NODE_OPTIONS: `--import=data:text/javascript,${encodeURIComponent(probe)}`,
+        },
+      });
+    const probed = (result: ReturnType<typeof run>) => {
+      expect(result.status, result.stderr).toBe(0);
+      const line = result.stderr.split('\n').find((l) => l.startsWith('PROBE '));
+      expect(line, result.stderr).toBeDefined();
+      return JSON.parse((line as string).slice(6)) as { execArgv: string[]; youngMb: number };
+    };
+    const asExecutable = probed(run(BIN, ['--help']));
+    expect(asExecutable.execArgv).toContain('--max-semi-space-size=8');
+    // Two semi-spaces of 8 MB at most; node's default lets this program grow them to 16 MB each.
+    expect(asExecutable.youngMb).toBeLessThanOrEqual(16);
+    const throughNode = probed(run(process.execPath, [BIN, '--help']));
+    expect(throughNode.execArgv).not.toContain('--max-semi-space-size=8');
+    expect(throughNode.youngMb, 'the probe no longer grows the young generation past 16 MB').toBeGreaterThan(
+      16,
+    );
+  });
 });

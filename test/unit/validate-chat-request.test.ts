@@ -87,7 +87,7 @@ describe('chat request validation (the published JSON Schema, compiled)', () => 
     [{ messages: [{ role: 'assistant', content: null }] }, 'messages[0].content'],
     [{ messages: [{ role: 'user', content: [{ type: 'text', text: 5 }] }] }, 'messages[0].content[0].text'],
     [{ messages: [{ role: 'user' }], stream: true, max_tokens: -1 }, 'messages[0].content'],
-  ])('invalid_messages with the spec message for %j (param %s)', (body, param) => {
+  ])('invalid_messages "Messages array is required" for %j (param %s)', (body, param) => {
     expect(errorOf(body)).toEqual({ code: 'invalid_messages', message: 'Messages array is required', param });
   });
 

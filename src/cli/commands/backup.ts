@@ -1,4 +1,4 @@
-import { loadConfig } from '../../config/index.js';
+import { databaseKindOf, loadConfig } from '../../config/index.js';
 import { BackupError, backupSqlite } from '../../store/sqlite/backup.js';
 import { CliError, usageError } from '../cli-error.js';
 import type { Output } from '../output.js';
@@ -13,7 +13,7 @@ export async function backup(args: { files: readonly string[]; force: boolean },
     throw usageError('backup needs the file to write: tollgate backup <file>');
   if (extra.length > 0) throw usageError(`backup takes one file, not ${args.files.length}`);
   const config = loadConfig();
-  if (!config.databaseUrl.startsWith('sqlite:')) {
+  if (databaseKindOf(config.databaseUrl) !== 'sqlite') {
     throw new CliError(
       "backup copies the embedded SQLite database; back up PostgreSQL with its own tools (pg_dump, or your provider's snapshots)",
       1,

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../auth/keys.js';
 import { hashPassword } from '../../auth/passwords.js';
-import { type Config, loadConfig } from '../../config/index.js';
+import { type Config, databaseKindOf, loadConfig } from '../../config/index.js';
 import { createServer, type Server } from '../../http/server.js';
 import { formatNano, parseUsdToNano } from '../../money/money.js';
 import { CATALOG, envNameOf } from '../../providers/catalog.js';
@@ -53,7 +53,7 @@ export async function demo(
   out: Output,
 ): Promise<void> {
   const databaseUrl = args.database?.trim() || DEMO_DATABASE_URL;
-  if (!/^(sqlite:|postgres(ql)?:\/\/)/.test(databaseUrl))
+  if (databaseKindOf(databaseUrl) === undefined)
     throw usageError(
       `--database: "${redactUrlPassword(databaseUrl)}" must start with sqlite: or postgres://`,
     );

@@ -15,6 +15,7 @@ import { postgresReports } from './reports.js';
 /** The PostgreSQL store, with what tests and tools reach under it. */
 export interface PostgresStore extends Store {
   readonly dialect: 'postgres';
+  readonly sharedByInstances: true;
   /** The query builder on the pool. */
   readonly kysely: Kysely<Database>;
 }
@@ -50,6 +51,7 @@ export function openPostgresStore(
   const reports = postgresReports(db, reportLimits(options.reports));
   const store = composeStore({
     dialect: 'postgres',
+    sharedByInstances: true,
     migrate: (target) => migrate(url, pgOptions.connectTimeoutMs, target),
     async close() {
       await ledger.close();
@@ -63,7 +65,7 @@ export function openPostgresStore(
     ...cold,
     keyLookup: cold.keys,
   });
-  return { ...store, dialect: 'postgres', kysely: db };
+  return { ...store, dialect: 'postgres', sharedByInstances: true, kysely: db };
 }
 
 /**

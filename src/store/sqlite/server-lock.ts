@@ -1,6 +1,7 @@
 import { existsSync, mkdirSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import SQLite from 'better-sqlite3';
+import { databaseKindOf } from '../../config/database-kind.js';
 import { sqlitePathOf } from './open.js';
 
 /**
@@ -67,7 +68,7 @@ export function sqliteFileOf(url: string): string | undefined {
  * SQLite database (private to its connection). Throws {@link DatabaseInUseError} when a server holds it.
  */
 export function lockDatabaseForServer(url: string): ServerLock | undefined {
-  if (!url.startsWith('sqlite:')) return undefined;
+  if (databaseKindOf(url) !== 'sqlite') return undefined;
   const database = sqliteFileOf(url);
   if (database === undefined) return undefined;
   mkdirSync(dirname(database), { recursive: true });

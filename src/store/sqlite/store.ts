@@ -20,6 +20,7 @@ import { sqliteReports } from './reports.js';
 /** The embedded store, with what tests and tools reach under it. */
 export interface SqliteStore extends Store {
   readonly dialect: 'sqlite';
+  readonly sharedByInstances: false;
   /** The query builder on the serving connection. */
   readonly kysely: Kysely<Database>;
   /** The serving connection. */
@@ -61,6 +62,7 @@ export function openSqliteStore(
   const cold = coldParts(engine);
   const store = composeStore({
     dialect: 'sqlite',
+    sharedByInstances: false,
     migrate: (target) => migrateDatabase(db, { target }),
     async close() {
       await ledger.close();
@@ -76,5 +78,5 @@ export function openSqliteStore(
     ...cold,
     keyLookup: new SqliteKeyLookup(sqlite, cold.keys),
   });
-  return { ...store, dialect: 'sqlite', kysely: db, connection: sqlite, reader };
+  return { ...store, dialect: 'sqlite', sharedByInstances: false, kysely: db, connection: sqlite, reader };
 }
