@@ -96,6 +96,31 @@ describe('openai-compatible stream: text and usage', () => {
     });
   });
 
+  it("reads Groq's usage from x_groq.usage, and prefers usage when a chunk has both", () => {
+    const groq = parser();
+    feed(groq, [
+      sse(chunk([delta({ content: 'Hi' }, 'stop')])),
+      sse(
+        chunk([], {
+          x_groq: { id: 'req_1', usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } },
+        }),
+      ),
+    ]);
+    expect(groq.usage()).toEqual({ promptTokens: 12, completionTokens: 3 });
+    // Every choice finished and the usage came: complete without [DONE].
+    expect(groq.done()).toBe(true);
+    const both = parser();
+    feed(both, [
+      sse(
+        chunk([], {
+          usage: { prompt_tokens: 20, completion_tokens: 5 },
+          x_groq: { usage: { prompt_tokens: 12, completion_tokens: 3 } },
+        }),
+      ),
+    ]);
+    expect(both.usage()).toEqual({ promptTokens: 20, completionTokens: 5 });
+  });
+
   it('passes refusals, logprobs and list content on', () => {
     const logprobs = {
       content: [{ token: 'Hi', logprob: -0.1, bytes: [72, 105], top_logprobs: [] }],

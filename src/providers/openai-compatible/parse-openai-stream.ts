@@ -15,7 +15,8 @@ import { OpenAIStreamChoice } from './openai-stream-choice.js';
  * Reads an OpenAI-compatible stream (`stream: true`): each event's data is a `chat.completion.chunk`,
  * whose `choices[]` elements (told apart by `index`) become deltas through `OpenAIStreamChoice`; `usage`
  * (sent, as asked with `stream_options.include_usage`, in a last chunk whose `choices` is empty; `null` in
- * the others) is read by `convertOpenAIUsage`, the latest kept; `model` names the model. `data: [DONE]`
+ * the others; Groq's `x_groq.usage` where `usage` is absent) is read by `convertOpenAIUsage`, the latest
+ * kept; `model` names the model. `data: [DONE]`
  * ends the stream, and anything after it is ignored.
  *
  * A chunk with an `error` (some hosts report a failure mid-stream that way), or an event named `error`, is
@@ -26,6 +27,7 @@ import { OpenAIStreamChoice } from './openai-stream-choice.js';
  *
  * @see https://platform.openai.com/docs/api-reference/chat-streaming/streaming
  * @see https://platform.openai.com/docs/api-reference/chat/create#chat-create-stream_options
+ * @see https://console.groq.com/docs/api-reference#chat-create
  */
 export function createOpenAIStreamParser(
   provider: ProviderConfig,
@@ -63,8 +65,10 @@ class OpenAIStreamParser implements StreamParser {
     if (this.responseId === undefined && typeof chunk.id === 'string' && chunk.id !== '') {
       this.responseId = chunk.id;
     }
-    if (chunk.usage !== undefined && chunk.usage !== null) {
-      this.reported = convertOpenAIUsage(chunk.usage);
+    // Groq has reported a stream's usage under `x_groq.usage` in its last chunk; `usage` wins when both come.
+    const usage = chunk.usage ?? (isRecord(chunk.x_groq) ? chunk.x_groq.usage : undefined);
+    if (usage !== undefined && usage !== null) {
+      this.reported = convertOpenAIUsage(usage);
       this.usageCame = true;
     }
     const deltas: StreamDelta[] = [];
