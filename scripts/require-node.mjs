@@ -1,4 +1,4 @@
-// `node scripts/require-node.mjs 22`: exits 1 unless this is that major version of Node (so a suite meant
+// `node scripts/require-node.mjs 22`: exits 1 unless this is that major version of Node (so CI's suite meant
 // for one Node line cannot pass on another by mistake).
 const wanted = process.argv[2];
 const major = process.versions.node.split('.')[0];

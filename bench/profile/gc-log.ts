@@ -17,7 +17,8 @@ export interface GcEvent {
   promoted: number;
 }
 
-const LINE = /^\[\d+:0x[0-9a-f]+\]\s+(\d+(?:\.\d+)?) ms: (.*)$/;
+// `[pid:isolate]`; V8 as of Node 24 adds a third field (`[pid:isolate:0]`).
+const LINE = /^\[\d+:0x[0-9a-f]+(?::\d+)?\]\s+(\d+(?:\.\d+)?) ms: (.*)$/;
 const ORIGIN = /^gc-trace origin (\d+(?:\.\d+)?)$/m;
 
 /** The collections in `output`; throws when the origin line of `bench/profile/gc-trace.mjs` is missing. */

@@ -6,13 +6,16 @@ import { gcByPhase, parseGcTrace, parsePhases, phaseName } from '../../bench/pro
 
 const PRELOAD = pathToFileURL(join(import.meta.dirname, '..', '..', 'bench', 'profile', 'gc-trace.mjs')).href;
 
-/** Two lines as V8 writes them under --trace-gc-nvp (shortened: V8 writes ~60 fields per line). */
+/**
+ * Lines as V8 writes them under --trace-gc-nvp (shortened: V8 writes ~60 fields per line); the last as
+ * Node 24's V8 writes its prefix.
+ */
 const OUTPUT = [
   'gc-trace origin 1700000000000.5',
   '{"url":"http://127.0.0.1:4000"}',
   '[123:0x55d0c8a0]      100 ms: pause=1.2 mutator=50.0 gc=s reduce_memory=0 allocated=13000000 promoted=40000 new_space_survived=20000',
   '[123:0x55d0c8a0]     2500 ms: pause=7.5 mutator=900.0 gc=mc reduce_memory=0 allocated=500000 promoted=100000',
-  '[123:0x55d0c8a0]     3000 ms: pause=0.8 mutator=400.0 gc=s allocated=14000000 promoted=1200000',
+  '[123:0x55d0c8a0:0]     3000 ms: pause=0.8 mutator=400.0 gc=s allocated=14000000 promoted=1200000',
 ].join('\n');
 
 describe('bench:profile --mode gc reads V8 garbage collection trace', () => {
