@@ -16,8 +16,7 @@ import { OpenAIStreamChoice } from './openai-stream-choice.js';
  * whose `choices[]` elements (told apart by `index`) become deltas through `OpenAIStreamChoice`; `usage`
  * (sent, as asked with `stream_options.include_usage`, in a last chunk whose `choices` is empty; `null` in
  * the others; Groq's `x_groq.usage` where `usage` is absent) is read by `convertOpenAIUsage`, the latest
- * kept; `model` names the model. `data: [DONE]`
- * ends the stream, and anything after it is ignored.
+ * kept; `model` names the model. `data: [DONE]` ends the stream, and anything after it is ignored.
  *
  * A chunk with an `error` (some hosts report a failure mid-stream that way), or an event named `error`, is
  * thrown as `streamedFailure`. An event that is not a JSON object cannot be read (`bad_response`).
