@@ -4,7 +4,7 @@ import { newId } from './new-id.js';
 import type { Account, AccountStatus, UsageStatus } from './records.js';
 import { ADMIN_REPORTS } from './report-limits.js';
 import { type Database, type NewAccountRow, sumOf, toNumber, toNumberOrNull } from './schema.js';
-import { ACCOUNT_COLUMNS, toAccount } from './shared/account-row.js';
+import { ACCOUNT_COLUMNS, insertAccountIfEmailFree, toAccount } from './shared/account-row.js';
 
 const DAY_MS = 86_400_000;
 
@@ -336,12 +336,7 @@ export class DashboardStore {
     };
     try {
       return await this.db.transaction().execute(async (trx) => {
-        const inserted = await trx
-          .insertInto('accounts')
-          .values(row)
-          .onConflict((oc) => oc.column('email').doNothing())
-          .executeTakeFirst();
-        if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1) {
+        if (!(await insertAccountIfEmailFree(trx, row))) {
           return { ok: false as const, reason: 'email_taken' as const };
         }
         if (input.inviteCodeHash !== null) {

@@ -1,5 +1,6 @@
+import type { Kysely } from 'kysely';
 import type { Account, AccountRole, AccountStatus } from '../records.js';
-import { type AccountsTable, toNumber } from '../schema.js';
+import { type AccountsTable, type Database, type NewAccountRow, toNumber } from '../schema.js';
 
 /** The columns of an account that `toAccount` reads. */
 export const ACCOUNT_COLUMNS = ['id', 'email', 'role', 'status', 'balance_nano', 'created_at'] as const;
@@ -16,4 +17,17 @@ export function toAccount(
     balanceNano: toNumber(row.balance_nano),
     createdAt: toNumber(row.created_at),
   };
+}
+
+/**
+ * Inserts the account unless its email is taken; false when it is. One statement: two concurrent sign-ups
+ * of one email (two instances) cannot both pass a check.
+ */
+export async function insertAccountIfEmailFree(db: Kysely<Database>, row: NewAccountRow): Promise<boolean> {
+  const inserted = await db
+    .insertInto('accounts')
+    .values(row)
+    .onConflict((oc) => oc.column('email').doNothing())
+    .executeTakeFirst();
+  return Number(inserted.numInsertedOrUpdatedRows ?? 0) === 1;
 }

@@ -2,7 +2,7 @@ import { newId } from '../new-id.js';
 import type { NewAccountRow } from '../schema.js';
 import { NO_SPEND, SPEND_COLUMNS, spendAt, spendCountersOf } from '../spend.js';
 import type { Account, AccountRole, Accounts } from '../types.js';
-import { toAccount } from './account-row.js';
+import { insertAccountIfEmailFree, toAccount } from './account-row.js';
 import type { SqlEngine } from './engine.js';
 
 /** Accounts on either database. Their balances change only through the ledger. */
@@ -19,13 +19,7 @@ export class AccountQueries implements Accounts {
       balance_nano: 0,
       created_at: this.engine.now(),
     };
-    // One statement: two concurrent sign-ups of one email (two instances) cannot both pass a check.
-    const inserted = await this.engine.db
-      .insertInto('accounts')
-      .values(row)
-      .onConflict((oc) => oc.column('email').doNothing())
-      .executeTakeFirst();
-    if (Number(inserted.numInsertedOrUpdatedRows ?? 0) !== 1) {
+    if (!(await insertAccountIfEmailFree(this.engine.db, row))) {
       return { ok: false as const, reason: 'email_taken' as const };
     }
     return { ok: true as const, account: toAccount(row) };
