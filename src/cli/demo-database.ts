@@ -9,15 +9,16 @@ export const DEMO_DATABASE_URL = 'sqlite:./data/demo.db';
  * Refuses a database the demo did not create. The demo makes an admin with credit and prints its
  * password: on an operator's database that is a back door. A database is the demo's when it is new or
  * empty, or when the demo account is its first account — sign-ups made in the demo's dashboard come
- * after it, an operator's accounts before it. Checked before anything is written; a SQLite file is opened
- * read-only for it, so a refused database is left as it was.
+ * after it, an operator's accounts before it. An account created in the same millisecond as the demo's
+ * could have come first, so it counts as first too, and the database is refused. Checked before anything
+ * is written; a SQLite file is opened read-only for it, so a refused database is left as it was.
  */
 export async function checkDemoDatabase(url: string, demoEmail: string): Promise<void> {
   const found = await inspectDatabase(url);
   const problem =
     found.kind === 'foreign'
       ? 'it is not a Tollgate database'
-      : found.kind === 'tollgate' && found.firstEmail !== undefined && found.firstEmail !== demoEmail
+      : found.kind === 'tollgate' && found.firstEmails.some((email) => email !== demoEmail)
         ? 'it holds accounts the demo did not create'
         : undefined;
   if (problem) {

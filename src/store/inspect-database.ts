@@ -12,12 +12,16 @@ export type DatabaseOwnership =
   | { kind: 'empty' }
   /** Tables, but not Tollgate's. */
   | { kind: 'foreign' }
-  /** A Tollgate database; `firstEmail` is its oldest account's (undefined: no account yet). */
-  | { kind: 'tollgate'; firstEmail: string | undefined };
+  /**
+   * A Tollgate database. `firstEmails`: the e-mails of its oldest accounts, those created in the first
+   * millisecond any was (empty: no account yet). Ids are random, so between accounts created in the same
+   * millisecond there is no telling which came first: all of them are given, at most two.
+   */
+  | { kind: 'tollgate'; firstEmails: string[] };
 
 /**
  * Looks at the database `url` names without changing it (a SQLite file is opened read-only; nothing is
- * created): whether it is empty, someone else's, or Tollgate's, and then whose account came first.
+ * created): whether it is empty, someone else's, or Tollgate's, and then whose accounts came first.
  */
 export async function inspectDatabase(url: string): Promise<DatabaseOwnership> {
   const opened = await openForCheck(url);
@@ -29,11 +33,11 @@ export async function inspectDatabase(url: string): Promise<DatabaseOwnership> {
     const first = await opened.db
       .selectFrom('accounts')
       .select('email')
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(1)
-      .executeTakeFirst();
-    return { kind: 'tollgate', firstEmail: first?.email };
+      .where('created_at', '=', (eb) => eb.selectFrom('accounts').select(eb.fn.min('created_at').as('t')))
+      .orderBy('email')
+      .limit(2)
+      .execute();
+    return { kind: 'tollgate', firstEmails: first.map((row) => row.email) };
   } finally {
     await opened.db.destroy();
   }

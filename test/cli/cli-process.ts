@@ -12,12 +12,17 @@ export function linkBin(cwd: string): void {
   symlinkSync(join(BIN, '..'), join(cwd, 'bin'));
 }
 
-/** Runs `bin/tollgate` in `cwd` to completion, with only `env` (and PATH) in its environment. */
+/**
+ * Runs `bin/tollgate` in `cwd` to completion, with only `env` (and PATH) in its environment. One still
+ * running after `timeoutMs` (a server that started where it should have refused) is killed: its result
+ * then has a null code, and the output it printed says what it was doing.
+ */
 export async function runIn(
   cwd: string,
   args: string[],
   env: Record<string, string>,
   stdin = '',
+  timeoutMs = 20_000,
 ): Promise<CliResult & { ms: number }> {
   const started = Date.now();
   const child = spawn(process.execPath, [BIN, ...args], {
@@ -27,7 +32,12 @@ export async function runIn(
   });
   const output = outputOf(child);
   child.stdin.end(stdin);
-  return { ...(await output), ms: Date.now() - started };
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+  try {
+    return { ...(await output), ms: Date.now() - started };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Runs a shell command line in `cwd`, exactly as printed for a user to paste. */
