@@ -34,10 +34,10 @@ function policy(): {
 /**
  * A child node process under `--trace-gc-verbose`: tuned as bin/tollgate (`fixed`), also governed as a
  * server (`governed`), or neither (`v8`). It keeps ~20 MB of small objects at once, as a start-up does,
- * then allocates 400 MB in 16 KiB arrays that each live for the next 2,000 (32 MB), so that they outlive
- * two scavenges and die in the old generation, as the text of large prompts held by calls in flight does.
- * Returns the growing factor V8 printed for each old-generation limit it set, and the
- * modes the governor went through.
+ * then allocates 16 KiB arrays (60,000 of them, ~1 GB; governed, also 100,000 after the hand-back) that each
+ * live for the next 2,000 (32 MB), so that they outlive two scavenges and die in the old generation, as the
+ * text of large prompts held by calls in flight does. Returns the growing factor V8 printed for each
+ * old-generation limit it set, and the modes the governor went through.
  */
 /**
  * The growing factor of each old-generation limit V8 set, from `--trace-gc-verbose`: Node 20 and 22 print
@@ -67,7 +67,12 @@ function factors(mode: 'v8' | 'fixed' | 'governed'): { factors: number[]; modes:
     const keep = [];
     for (let i = 0; i < 300_000; i++) keep.push({ i, s: 'k' + i, a: [i, i + 1] });
     const ring = new Array(2_000);
-    for (let i = 0; i < 60_000; i++) {
+    // 60,000 arrays; governed, also 100,000 more once the factor was handed back (400,000 at most), so that
+    // V8 sets limits of its own after the hand-back however early or late it came.
+    let handedBackAt = -1;
+    for (let i = 0; i < 400_000; i++) {
+      if (handedBackAt < 0 && modes.includes('dynamic')) handedBackAt = i;
+      if (i >= 60_000 && (handedBackAt < 0 ? ${mode !== 'governed'} : i >= handedBackAt + 100_000)) break;
       ring[i % ring.length] = new Array(2_048).fill(i);
       if (i % 64 === 0) await new Promise((resolve) => setImmediate(resolve));
     }
