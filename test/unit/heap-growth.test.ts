@@ -32,14 +32,6 @@ function policy(): {
 }
 
 /**
- * A child node process under `--trace-gc-verbose`: tuned as bin/tollgate (`fixed`), also governed as a
- * server (`governed`), or neither (`v8`). It keeps ~20 MB of small objects at once, as a start-up does,
- * then allocates 16 KiB arrays (60,000 of them, ~1 GB; governed, also 100,000 after the hand-back) that each
- * live for the next 2,000 (32 MB), so that they outlive two scavenges and die in the old generation, as the
- * text of large prompts held by calls in flight does. Returns the growing factor V8 printed for each
- * old-generation limit it set, and the modes the governor went through.
- */
-/**
  * The growing factor of each old-generation limit V8 set, from `--trace-gc-verbose`: Node 20 and 22 print
  * it after the limit (`Limit: old size: … KB, new limit: … KB (1.3)`); Node 24's V8 prints only its
  * `factor 1.3 based on …` line before the limit.
@@ -57,6 +49,14 @@ function limitFactors(trace: string): number[] {
   return factors;
 }
 
+/**
+ * A child node process under `--trace-gc-verbose`: tuned as bin/tollgate (`fixed`), also governed as a
+ * server (`governed`), or neither (`v8`). It keeps ~20 MB of small objects at once, as a start-up does,
+ * then allocates 16 KiB arrays (60,000 of them, ~1 GB; governed, also 100,000 after the hand-back) that each
+ * live for the next 2,000 (32 MB), so that they outlive two scavenges and die in the old generation, as the
+ * text of large prompts held by calls in flight does. Returns the growing factor V8 printed for each
+ * old-generation limit it set, and the modes the governor went through.
+ */
 function factors(mode: 'v8' | 'fixed' | 'governed'): { factors: number[]; modes: string[] } {
   const script = `
     const { tuneV8 } = await import(${JSON.stringify(TUNING)});
