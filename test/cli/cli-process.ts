@@ -32,12 +32,8 @@ export async function runIn(
   });
   const output = outputOf(child);
   child.stdin.end(stdin);
-  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  try {
-    return { ...(await output), ms: Date.now() - started };
-  } finally {
-    clearTimeout(timer);
-  }
+  void exitWithin(child, timeoutMs);
+  return { ...(await output), ms: Date.now() - started };
 }
 
 /** Runs a shell command line in `cwd`, exactly as printed for a user to paste. */
