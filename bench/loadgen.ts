@@ -23,17 +23,11 @@ import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { allowedCpus, busyShare, cpuTimeOfCommandUs, cpuTimeUs, reapedCpuUs } from './proc-stats.js';
 import { RawClient, requestHead } from './raw-http.js';
+import type { RequestSpec } from './request-spec.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import { WrkRun } from './wrk.js';
 
-export interface RequestSpec {
-  url: string;
-  method: 'POST';
-  headers: Record<string, string>;
-  body: string;
-  /** When set, each request uses the next of these `Authorization` values in turn (requests over many keys). */
-  authorizations?: string[];
-}
+export type { RequestSpec } from './request-spec.js';
 
 export interface CpuProbe {
   pid: number;

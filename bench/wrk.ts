@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { RequestSpec } from './loadgen.js';
+import type { RequestSpec } from './request-spec.js';
 
 export interface WrkSummary {
   /** wrk's own measured duration, µs. */

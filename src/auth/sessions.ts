@@ -1,5 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { DashboardStore, SessionRecord } from '../store/dashboard-store.js';
+import type { DashboardStore, SessionRecord } from '../store/dashboard-types.js';
 
 /** A session is touched (its idle clock restarted) at most this often, to keep reads read-only. */
 const TOUCH_INTERVAL_MS = 60_000;

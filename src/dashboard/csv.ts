@@ -1,5 +1,5 @@
 import { formatNano } from '../money/money.js';
-import type { UsageRow } from '../store/dashboard-store.js';
+import type { UsageRow } from '../store/dashboard-types.js';
 
 export const USAGE_CSV_HEADER = [
   'time',

@@ -5,7 +5,7 @@ import type { ActiveSession, SessionManager } from '../auth/sessions.js';
 import type { Billing } from '../billing/billing.js';
 import type { Config } from '../config/index.js';
 import type { ProviderStatus } from '../routing/registry.js';
-import type { DashboardStore } from '../store/dashboard-store.js';
+import type { DashboardStore } from '../store/dashboard-types.js';
 import type { Store } from '../store/types.js';
 
 /*

@@ -1,6 +1,6 @@
 import { GatewayError } from '../errors.js';
 import { isProviderName } from '../providers/types.js';
-import type { UsageCursor, UsageFilters } from '../store/dashboard-store.js';
+import type { UsageCursor, UsageFilters } from '../store/dashboard-types.js';
 
 const DAY_MS = 86_400_000;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;

@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { GatewayError } from '../errors.js';
 import { nanoToUsd } from '../money/money.js';
-import type { DailyUsageRow, UsageFilters } from '../store/dashboard-store.js';
+import type { DailyUsageRow, UsageFilters } from '../store/dashboard-types.js';
 import { queryOf } from './body.js';
 import { csvLine, USAGE_CSV_HEADER, usageCsvLine } from './csv.js';
 import { type DashboardDeps, sessionOf } from './deps.js';

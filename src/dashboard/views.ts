@@ -6,7 +6,7 @@ import type {
   KeyWithSpend,
   ProviderTraffic,
   UsageRow,
-} from '../store/dashboard-store.js';
+} from '../store/dashboard-types.js';
 import type { Account, ApiKeyInfo } from '../store/types.js';
 
 /**

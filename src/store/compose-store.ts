@@ -1,4 +1,4 @@
-import type { DashboardStore } from './dashboard-store.js';
+import type { DashboardStore } from './dashboard-types.js';
 import type {
   Accounts,
   ApiKeys,

@@ -1,6 +1,6 @@
 /**
- * The records of accounts the store hands out, apart from `types.ts` so that the dashboard's repository,
- * which `types.ts` names, can use them without an import cycle. Money is integer nanodollars; times are
+ * The records of accounts the store hands out, apart from `types.ts` so that the dashboard's contract
+ * (`dashboard-types.ts`), which `types.ts` names, can use them without an import cycle. Money is integer nanodollars; times are
  * Unix epoch milliseconds.
  */
 

@@ -1,6 +1,25 @@
 import type { Config } from '../config/index.js';
-import type { PostgresOptions } from './postgres/open.js';
 import type { ReportLimits } from './report-limits.js';
+
+/** How the PostgreSQL store opens its pool (`postgres/open.ts`); declared here, with the options it is part of. */
+export interface PostgresOptions {
+  /** Most connections this process opens (`DATABASE_POOL_MAX`). */
+  poolMax: number;
+  /** Server-side limit of one statement (`DATABASE_STATEMENT_TIMEOUT_MS`). */
+  statementTimeoutMs: number;
+  /** Limit of opening a connection, or of waiting for a free one in the pool (`DATABASE_CONNECT_TIMEOUT_MS`). */
+  connectTimeoutMs: number;
+  /**
+   * Run the statements registered in `prepared-statements.ts` as named prepared statements
+   * (`DATABASE_PREPARED_STATEMENTS`); off, every statement is sent unnamed, as a pooler in transaction
+   * mode without prepared-statement support needs.
+   */
+  preparedStatements: boolean;
+  /** Told when the database stops answering, and when it answers again (for the server's log). */
+  onAvailabilityChange?: (available: boolean, cause?: unknown) => void;
+  /** Told when a statement was cancelled by the statement timeout (the database itself answers). */
+  onStatementTimeout?: (cause: unknown) => void;
+}
 
 export interface OpenStoreOptions {
   sqliteSynchronous: 'NORMAL' | 'FULL';

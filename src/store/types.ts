@@ -8,7 +8,7 @@
  */
 
 import type { DatabaseKind } from '../config/index.js';
-import type { DashboardStore } from './dashboard-store.js';
+import type { DashboardStore } from './dashboard-types.js';
 import type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';
 
 export type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';

@@ -4,10 +4,10 @@ import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
 
 /**
- * The import rules of `src/`, read off the real module graph: every `import`, `export … from`,
- * `import type`, `import()` and `typeof import()` of every `.ts` file of `src/` that tsconfig.json
- * compiles, resolved by the TypeScript compiler as tsc resolves it. docs/architecture.md, "Allowed
- * imports", states the same table; the last test checks that it does.
+ * The import rules of `src/` and `bench/`, read off the real module graph: every `import`, `export … from`,
+ * `import type`, `import()` and `typeof import()` of every `.ts` file of `src/` and `bench/` that
+ * tsconfig.json compiles, resolved by the TypeScript compiler as tsc resolves it. docs/architecture.md,
+ * "Allowed imports" and "Layers inside store/", states the same tables; the last tests check that it does.
  */
 
 /**
@@ -85,8 +85,36 @@ const UNDICI_DEEP_EXCEPTIONS: readonly { file: string; specifier: string; why: s
   },
 ];
 
+/**
+ * The layers of `store/`, bottom to top, and which layers below its own each may import (a file may also
+ * import the files of its own layer). `contract` declares the interfaces and records the rest of the
+ * project talks to, and imports no implementation; `rules` are the other files at the top of `store/`
+ * (schema, migrations, the ledger's rules, the options, `composeStore`); `shared/` holds the queries both
+ * databases run alike; `sqlite/` and `postgres/` build a store each and never import each other; `entry`
+ * picks one. docs/architecture.md, "Layers inside store/", states the same table.
+ */
+const STORE_LAYERS: Readonly<Record<string, readonly string[]>> = {
+  contract: [],
+  rules: ['contract'],
+  shared: ['rules', 'contract'],
+  sqlite: ['shared', 'rules', 'contract'],
+  postgres: ['shared', 'rules', 'contract'],
+  entry: ['sqlite', 'postgres', 'shared', 'rules', 'contract'],
+};
+/** The files at the top of `store/` that are not `rules`. */
+const STORE_FILES: Readonly<Record<string, readonly string[]>> = {
+  contract: ['types.ts', 'records.ts', 'dashboard-types.ts'],
+  entry: ['index.ts', 'inspect-database.ts'],
+};
+
 const REPO = join(import.meta.dirname, '..', '..');
 const SRC = join(REPO, 'src');
+const BENCH = join(REPO, 'bench');
+
+/** Whether `file` (absolute) lies under `dir`. */
+function under(dir: string, file: string): boolean {
+  return !relative(dir, file).startsWith('..');
+}
 
 interface Import {
   /** The importing file, relative to the repository (`src/store/index.ts`). */
@@ -94,19 +122,20 @@ interface Import {
   specifier: string;
   line: number;
   typeOnly: boolean;
-  /** The imported file relative to the repository, when it is a file of `src/`. */
+  /** The imported file relative to the repository, when it is a file of `src/` or `bench/`. */
   to: string | undefined;
 }
 
-function readGraph(): { files: string[]; imports: Import[] } {
+function readGraph(): { files: string[]; benchFiles: string[]; imports: Import[] } {
   const configPath = join(REPO, 'tsconfig.json');
   const read = ts.readConfigFile(configPath, ts.sys.readFile);
   if (read.error) throw new Error(ts.flattenDiagnosticMessageText(read.error.messageText, '\n'));
   const parsed = ts.parseJsonConfigFileContent(read.config, ts.sys, REPO, undefined, configPath);
-  const files = parsed.fileNames.filter((f) => !relative(SRC, f).startsWith('..'));
+  const files = parsed.fileNames.filter((f) => under(SRC, f));
+  const benchFiles = parsed.fileNames.filter((f) => under(BENCH, f));
   const cache = ts.createModuleResolutionCache(REPO, (f) => f, parsed.options);
   const imports: Import[] = [];
-  for (const file of files) {
+  for (const file of [...files, ...benchFiles]) {
     const text = readFileSync(file, 'utf8');
     const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
     const add = (literal: ts.Node, typeOnly: boolean) => {
@@ -116,7 +145,7 @@ function readGraph(): { files: string[]; imports: Import[] } {
       if (specifier.startsWith('.')) {
         const resolved = ts.resolveModuleName(specifier, file, parsed.options, ts.sys, cache).resolvedModule;
         const target = resolved?.resolvedFileName ?? join(dirname(file), specifier.replace(/\.js$/, '.ts'));
-        if (!relative(SRC, target).startsWith('..')) to = repoPath(target);
+        if (under(SRC, target) || under(BENCH, target)) to = repoPath(target);
       }
       const line = source.getLineAndCharacterOfPosition(literal.getStart(source)).line + 1;
       imports.push({ from: repoPath(file), specifier, line, typeOnly, to });
@@ -138,11 +167,16 @@ function readGraph(): { files: string[]; imports: Import[] } {
     };
     visit(source);
   }
-  return { files: files.map(repoPath), imports };
+  return { files: files.map(repoPath), benchFiles: benchFiles.map(repoPath), imports };
 }
 
 function repoPath(file: string): string {
   return relative(REPO, file).split(sep).join('/');
+}
+
+/** Whether a repository path is a file of `src/`. */
+function inSrc(file: string): boolean {
+  return file.startsWith('src/');
 }
 
 /** `src/store/index.ts` → `store`; `src/errors.ts` → the root. */
@@ -196,6 +230,26 @@ function cycles(nodes: Iterable<string>, next: (node: string) => Iterable<string
   return found;
 }
 
+/**
+ * The import cycles among `nodes`, following `edges` (the imports each file makes that count), each as one
+ * closed path with the import of every step.
+ */
+function fileCycles(
+  nodes: string[],
+  edges: Map<string, Import[]>,
+  where: (file: string) => string,
+): string[] {
+  const next = (f: string) => [...new Set((edges.get(f) ?? []).map((i) => i.to as string))].sort();
+  return cycles(nodes.slice().sort(), next).map((component) => {
+    const loop = loopThrough(component, next);
+    const steps = loop
+      .slice(1)
+      .map((to, n) => `  ${show((edges.get(loop[n] as string) ?? []).find((i) => i.to === to) as Import)}`);
+    const all = component.length > loop.length - 1 ? ` (one of the loops among ${component.join(', ')})` : '';
+    return `file cycle in ${where(loop[0] as string)}: ${loop.join(' → ')}${all}\n${steps.join('\n')}`;
+  });
+}
+
 /** One closed path through a component: start → … → start, each step an edge of `next`. */
 function loopThrough(component: string[], next: (node: string) => Iterable<string>): string[] {
   const inside = new Set(component);
@@ -216,8 +270,20 @@ function loopThrough(component: string[], next: (node: string) => Iterable<strin
   return [...path, start];
 }
 
-const { files, imports } = readGraph();
-const internal = imports.filter((i) => i.to !== undefined) as (Import & { to: string })[];
+const { files, benchFiles, imports } = readGraph();
+const linked = imports.filter((i) => i.to !== undefined) as (Import & { to: string })[];
+/** The imports of the files of `src/`. */
+const srcImports = imports.filter((i) => inSrc(i.from));
+/** The imports from a file of `src/` to a file of `src/`. */
+const internal = linked.filter((i) => inSrc(i.from) && inSrc(i.to));
+
+/** The layer of a file of `store/` (see `STORE_LAYERS`): its subfolder, or its row in `STORE_FILES`. */
+function storeLayerOf(file: string): string {
+  const inStore = file.slice('src/store/'.length);
+  const slash = inStore.indexOf('/');
+  if (slash >= 0) return inStore.slice(0, slash);
+  return Object.keys(STORE_FILES).find((layer) => STORE_FILES[layer]?.includes(inStore)) ?? 'rules';
+}
 const folders = [...new Set(files.map(folderOf))].filter((f) => f !== ROOT).sort();
 
 /** The imports of `from` folder into `to` folder. */
@@ -225,10 +291,12 @@ function crossing(from: string, to: string): Import[] {
   return internal.filter((i) => folderOf(i.from) === from && folderOf(i.to) === to);
 }
 
-describe('import rules of src/ (docs/architecture.md, "Allowed imports")', () => {
+describe('import rules of src/ and bench/ (docs/architecture.md, "Allowed imports")', () => {
   it('reads the module graph', () => {
     expect(files.length).toBeGreaterThan(50);
     expect(internal.length).toBeGreaterThan(200);
+    expect(benchFiles.length).toBeGreaterThan(10);
+    expect(linked.filter((i) => !inSrc(i.from)).length).toBeGreaterThan(20);
   });
 
   it('has a row in the table for every folder of src/, and the table has no cycle', () => {
@@ -282,7 +350,7 @@ describe('import rules of src/ (docs/architecture.md, "Allowed imports")', () =>
   });
 
   it('(c) imports Fastify only in http/, api/ and dashboard/', () => {
-    const problems = imports
+    const problems = srcImports
       .filter((i) => FASTIFY.test(i.specifier) && !FASTIFY_FOLDERS.has(folderOf(i.from)))
       .map(
         (i) =>
@@ -293,7 +361,7 @@ describe('import rules of src/ (docs/architecture.md, "Allowed imports")', () =>
   });
 
   it("(d) does not reach into undici's internals (undici/…), but for the listed exceptions", () => {
-    const problems = imports
+    const problems = srcImports
       .filter((i) => UNDICI_DEEP.test(i.specifier))
       .filter((i) => !UNDICI_DEEP_EXCEPTIONS.some((e) => e.file === i.from && e.specifier === i.specifier))
       .map((i) => `${show(i)}: a deep import of undici; import from 'undici' itself`);
@@ -306,16 +374,41 @@ describe('import rules of src/ (docs/architecture.md, "Allowed imports")', () =>
       if (folderOf(i.from) !== folderOf(i.to) || i.from === i.to) continue;
       edges.set(i.from, [...(edges.get(i.from) ?? []), i]);
     }
-    const next = (f: string) => [...new Set((edges.get(f) ?? []).map((i) => i.to as string))].sort();
-    const problems = cycles(files.slice().sort(), next).map((component) => {
-      const loop = loopThrough(component, next);
-      const steps = loop
-        .slice(1)
-        .map((to, n) => `  ${show((edges.get(loop[n] as string) ?? []).find((i) => i.to === to) as Import)}`);
-      const all =
-        component.length > loop.length - 1 ? ` (one of the loops among ${component.join(', ')})` : '';
-      return `file cycle in ${label(folderOf(loop[0] as string))}: ${loop.join(' → ')}${all}\n${steps.join('\n')}`;
-    });
+    const problems = fileCycles(files, edges, (f) => label(folderOf(f)));
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it('(f) layers store/: each layer imports only those below it, sqlite/ and postgres/ not each other', () => {
+    const problems: string[] = [];
+    const storeFiles = files.filter((f) => folderOf(f) === 'store');
+    for (const layer of new Set(storeFiles.map(storeLayerOf))) {
+      if (!(layer in STORE_LAYERS)) {
+        problems.push(
+          `src/store/${layer}/ is in no layer of STORE_LAYERS: add it, and its row to docs/architecture.md`,
+        );
+      }
+    }
+    for (const i of internal) {
+      if (folderOf(i.from) !== 'store' || folderOf(i.to) !== 'store') continue;
+      const [from, to] = [storeLayerOf(i.from), storeLayerOf(i.to)];
+      const allowed = STORE_LAYERS[from] ?? [];
+      if (from === to || allowed.includes(to)) continue;
+      const may = allowed.length === 0 ? 'no other layer' : allowed.join(', ');
+      problems.push(`${show(i)}: store/ layer ${from} may not import layer ${to}; it may import ${may}`);
+    }
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it('(g) bench/ has no import cycle among its files, and src/ imports nothing of bench/', () => {
+    const problems = linked
+      .filter((i) => inSrc(i.from) && !inSrc(i.to))
+      .map((i) => `${show(i)}: src/ may not import bench/`);
+    const edges = new Map<string, Import[]>();
+    for (const i of linked) {
+      if (inSrc(i.from) || inSrc(i.to) || i.from === i.to) continue;
+      edges.set(i.from, [...(edges.get(i.from) ?? []), i]);
+    }
+    problems.push(...fileCycles(benchFiles, edges, () => 'bench/'));
     expect(problems, problems.join('\n')).toEqual([]);
   });
 
@@ -336,5 +429,42 @@ describe('import rules of src/ (docs/architecture.md, "Allowed imports")', () =>
       if (inTest !== inDoc) problems.push(`${folder}/: the test allows [${inTest}], the doc says [${inDoc}]`);
     }
     expect(problems, `docs/architecture.md, "Allowed imports", differs:\n${problems.join('\n')}`).toEqual([]);
+  });
+
+  it('is the layering of store/ docs/architecture.md states', () => {
+    const doc = readFileSync(join(REPO, 'docs', 'architecture.md'), 'utf8');
+    const section = doc.split(/^## /m).find((s) => s.startsWith('Layers inside `store/`'));
+    expect(section, 'docs/architecture.md has no "## Layers inside `store/`" section').toBeDefined();
+    const problems: string[] = [];
+    const stated = new Map<string, { files: string[]; mayImport: string[] }>();
+    for (const [, layer, files, cell] of (section ?? '').matchAll(
+      /^\| ([a-z]+) \| ([^|]*) \| ([^|]*) \|/gm,
+    )) {
+      if (layer === 'layer') continue;
+      stated.set(layer as string, {
+        files: [...(files ?? '').matchAll(/`([a-z-]+\.ts)`/g)].map((m) => m[1] as string).sort(),
+        mayImport: (cell ?? '')
+          .split(',')
+          .map((w) => w.trim())
+          .filter((w) => w !== '' && w !== '—')
+          .sort(),
+      });
+    }
+    for (const layer of new Set([...Object.keys(STORE_LAYERS), ...stated.keys()])) {
+      const inTest = STORE_LAYERS[layer] ? [...STORE_LAYERS[layer]].sort().join(', ') : '(no row)';
+      const inDoc = stated.get(layer)?.mayImport.join(', ') ?? '(no row)';
+      if (inTest !== inDoc) problems.push(`${layer}: the test allows [${inTest}], the doc says [${inDoc}]`);
+      const files = STORE_FILES[layer];
+      const docFiles = stated.get(layer)?.files.join(', ') ?? '';
+      if (files && [...files].sort().join(', ') !== docFiles) {
+        problems.push(
+          `${layer}: the test lists the files [${[...files].sort().join(', ')}], the doc [${docFiles}]`,
+        );
+      }
+    }
+    expect(
+      problems,
+      `docs/architecture.md, "Layers inside store/", differs:\n${problems.join('\n')}`,
+    ).toEqual([]);
   });
 });

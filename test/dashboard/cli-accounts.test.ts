@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyPassword } from '../../src/auth/passwords.js';
-import type { DashboardStore } from '../../src/store/dashboard-store.js';
+import type { DashboardStore } from '../../src/store/dashboard-types.js';
 import { openStore } from '../../src/store/index.js';
 import { runCli } from '../helpers/cli.js';
 

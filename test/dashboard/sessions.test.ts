@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { csrfTokenOf, SessionManager, sessionIdOf } from '../../src/auth/sessions.js';
-import type { DashboardStore } from '../../src/store/dashboard-store.js';
+import type { DashboardStore } from '../../src/store/dashboard-types.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, type TestDatabase } from '../helpers/test-database.js';

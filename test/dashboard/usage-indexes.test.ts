@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DashboardStore } from '../../src/store/dashboard-store.js';
 import { migrateDatabase } from '../../src/store/migrations.js';
 import type { Database } from '../../src/store/schema.js';
+import { composeDashboard } from '../../src/store/shared/compose-dashboard.js';
 
 /**
  * The usage pages must stay fast on a large table: every query they run on `usage` is answered through
@@ -46,7 +46,7 @@ function plansOfUsage(): string[] {
 
 describe('usage queries use indexes', () => {
   it('for pages, filters, cursors, day totals, per-key spend and provider error rates', async () => {
-    const store = new DashboardStore(db);
+    const store = composeDashboard(db);
     queries.length = 0;
     const cursor = { createdAt: 1_700_000_000_000, requestId: 'chatcmpl-x' };
     await store.usagePage('acct_a', {}, { limit: 51 });
@@ -74,7 +74,7 @@ describe('usage queries use indexes', () => {
   });
 
   it('test a key or provider filter on the index entry, before the row is read', async () => {
-    const store = new DashboardStore(db);
+    const store = composeDashboard(db);
     const indexes = sqlite
       .prepare("select name, rootpage from sqlite_master where type = 'index' and tbl_name = 'usage'")
       .all() as { name: string; rootpage: number }[];

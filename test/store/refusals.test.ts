@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { UsageRow } from '../../src/store/dashboard-store.js';
+import type { UsageRow } from '../../src/store/dashboard-types.js';
 import { openStore } from '../../src/store/index.js';
 import type { RefusalRecord, Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';

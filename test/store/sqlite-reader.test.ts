@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { CompiledQuery } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DashboardStore } from '../../src/store/dashboard-store.js';
 import { ReportTimeoutError } from '../../src/store/report-limits.js';
+import { composeDashboard } from '../../src/store/shared/compose-dashboard.js';
 import { REPORT_ALIVE_FUNCTION, SqliteReader, SqliteReaderError } from '../../src/store/sqlite/reader.js';
 import { sqliteReports } from '../../src/store/sqlite/reports.js';
 import { openSqliteStore } from '../../src/store/sqlite/store.js';
@@ -163,13 +163,13 @@ describe('the reader thread of the dashboard reports', () => {
         driver: join(storeDir, 'no-such-driver.js'),
       });
       readers.push(broken);
-      const dashboard = new DashboardStore(store.kysely, Date.now, sqliteReports(broken, 5_000));
+      const dashboard = composeDashboard(store.kysely, Date.now, sqliteReports(broken, 5_000));
       expect((await dashboard.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
         'reader@x.test',
       ]);
       expect(broken.started).toBe(1);
       // And through a working thread, the same answer.
-      const working = new DashboardStore(store.kysely, Date.now, sqliteReports(store.reader, 5_000));
+      const working = composeDashboard(store.kysely, Date.now, sqliteReports(store.reader, 5_000));
       expect((await working.listAccounts({ limit: 10, search: 'reader' })).map((a) => a.email)).toEqual([
         'reader@x.test',
       ]);

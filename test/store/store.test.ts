@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { UsageFilters } from '../../src/store/dashboard-store.js';
+import type { UsageFilters } from '../../src/store/dashboard-types.js';
 import { DatabaseUnavailableError, openStore } from '../../src/store/index.js';
 import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/store.js';
 import type { SqliteStore } from '../../src/store/sqlite/store.js';

@@ -21,26 +21,8 @@ import {
   isStatementTimeout,
 } from '../database-unavailable.js';
 import type { Database } from '../schema.js';
+import type { PostgresOptions } from '../store-options.js';
 import { preparedNameOf } from './prepared-statements.js';
-
-export interface PostgresOptions {
-  /** Most connections this process opens (`DATABASE_POOL_MAX`). */
-  poolMax: number;
-  /** Server-side limit of one statement (`DATABASE_STATEMENT_TIMEOUT_MS`). */
-  statementTimeoutMs: number;
-  /** Limit of opening a connection, or of waiting for a free one in the pool (`DATABASE_CONNECT_TIMEOUT_MS`). */
-  connectTimeoutMs: number;
-  /**
-   * Run the statements registered in `prepared-statements.ts` as named prepared statements
-   * (`DATABASE_PREPARED_STATEMENTS`); off, every statement is sent unnamed, as a pooler in transaction
-   * mode without prepared-statement support needs.
-   */
-  preparedStatements: boolean;
-  /** Told when the database stops answering, and when it answers again (for the server's log). */
-  onAvailabilityChange?: (available: boolean, cause?: unknown) => void;
-  /** Told when a statement was cancelled by the statement timeout (the database itself answers). */
-  onStatementTimeout?: (cause: unknown) => void;
-}
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;

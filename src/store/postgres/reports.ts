@@ -1,8 +1,9 @@
 import { type CompiledQuery, type Kysely, sql } from 'kysely';
-import { NO_TIME_CHECK, type ReportRunner } from '../dashboard-store.js';
+import type { ReportRunner } from '../dashboard-types.js';
 import { DatabaseUnavailableError, isStatementTimeout } from '../database-unavailable.js';
 import { FairSlots, type ReportLimits, ReportTimeoutError } from '../report-limits.js';
 import type { Database } from '../schema.js';
+import { NO_TIME_CHECK } from '../shared/direct-reports.js';
 
 /**
  * The dashboard's reports on PostgreSQL: the server runs them, each holding a pooled connection while it

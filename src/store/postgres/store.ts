@@ -1,15 +1,15 @@
 import { type Kysely, sql } from 'kysely';
 import { composeStore } from '../compose-store.js';
-import { DashboardStore } from '../dashboard-store.js';
 import { migrateDatabase } from '../migrations.js';
 import { reportLimits } from '../report-limits.js';
 import type { Database } from '../schema.js';
 import { coldParts } from '../shared/cold-parts.js';
+import { composeDashboard } from '../shared/compose-dashboard.js';
 import type { SqlEngine } from '../shared/engine.js';
-import type { OpenStoreOptions } from '../store-options.js';
+import type { OpenStoreOptions, PostgresOptions } from '../store-options.js';
 import type { Store } from '../types.js';
 import { PostgresLedger } from './ledger.js';
-import { openPostgres, openPostgresForMigrations, type PostgresOptions } from './open.js';
+import { openPostgres, openPostgresForMigrations } from './open.js';
 import { postgresReports } from './reports.js';
 
 /** The PostgreSQL store, with what tests and tools reach under it. */
@@ -60,7 +60,7 @@ export function openPostgresStore(
     async ping() {
       await sql`select 1`.execute(db);
     },
-    dashboard: (clock) => new DashboardStore(db, clock ?? now, reports),
+    dashboard: (clock) => composeDashboard(db, clock ?? now, reports),
     ledger,
     ...cold,
     keyLookup: cold.keys,

@@ -1,4 +1,5 @@
 import type { Kysely, TransactionBuilder } from 'kysely';
+import type { ReportRunner } from '../dashboard-types.js';
 import type { Database } from '../schema.js';
 
 /** A read that can lock the rows it reads (a SELECT of the query builder). */
@@ -23,4 +24,15 @@ export interface SqlEngine {
   lockRows<Q extends Lockable<Q>>(query: Q, strength: 'update' | 'no key update'): Q;
   /** A transaction whose reads all see one snapshot of the database (for the ledger check). */
   snapshot(): TransactionBuilder<Database>;
+}
+
+/**
+ * What the dashboard's queries (this folder) need: the query builder of the store they belong to (and so its
+ * transactions' locking rules), the dashboard's clock, and where its reports run.
+ */
+export interface DashboardEngine {
+  readonly db: Kysely<Database>;
+  readonly now: () => number;
+  /** Runs the queries that may read many rows, as the database's `ReportRunner` runs them. */
+  readonly reports: ReportRunner;
 }

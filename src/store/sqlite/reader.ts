@@ -23,7 +23,7 @@ const TIMEOUT_CODE = 'TOLLGATE_REPORT_TIMEOUT';
 // Runs in the worker: a read-only connection of its own to the same file. WAL lets it read while the
 // serving connection writes; each query sees what was committed when it started. better-sqlite3 has no way
 // to interrupt a statement, so reports are bounded from inside: their queries call the function below
-// (every 1,024 rows read, see `reportAlive` in dashboard-store.ts) with their deadline, and it throws once
+// (every 1,024 rows read, see `timeCheck` in reports.ts) with their deadline, and it throws once
 // the deadline is past, which ends the statement with that error.
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');

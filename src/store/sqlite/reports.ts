@@ -1,5 +1,6 @@
 import { type SqlBool, sql } from 'kysely';
-import { DIRECT_REPORTS, NO_TIME_CHECK, type ReportRunner, type TimeCheck } from '../dashboard-store.js';
+import type { ReportRunner, TimeCheck } from '../dashboard-types.js';
+import { DIRECT_REPORTS, NO_TIME_CHECK } from '../shared/direct-reports.js';
 import { REPORT_ALIVE_FUNCTION, type SqliteReader, SqliteReaderError } from './reader.js';
 
 /**

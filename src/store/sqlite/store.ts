@@ -2,11 +2,11 @@ import type SQLite from 'better-sqlite3';
 import { type Kysely, sql } from 'kysely';
 import { DEFAULT_SQLITE_CACHE_MB } from '../../config/index.js';
 import { composeStore } from '../compose-store.js';
-import { DashboardStore } from '../dashboard-store.js';
 import { migrateDatabase } from '../migrations.js';
 import { reportLimits } from '../report-limits.js';
 import type { Database } from '../schema.js';
 import { coldParts } from '../shared/cold-parts.js';
+import { composeDashboard } from '../shared/compose-dashboard.js';
 import type { SqlEngine } from '../shared/engine.js';
 import type { OpenStoreOptions } from '../store-options.js';
 import type { Store } from '../types.js';
@@ -73,7 +73,7 @@ export function openSqliteStore(
     async ping() {
       await sql`select 1`.execute(db);
     },
-    dashboard: (clock) => new DashboardStore(db, clock ?? now, reportRunner),
+    dashboard: (clock) => composeDashboard(db, clock ?? now, reportRunner),
     ledger,
     ...cold,
     keyLookup: new SqliteKeyLookup(sqlite, cold.keys),
