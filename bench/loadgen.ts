@@ -2,40 +2,34 @@
  * The load generator: a child process (pinned by the harness to the load generator's CPU) that runs one job
  * at a time, sent over the IPC channel, and answers with its figures.
  *
- * - `closed`: N connections each sending the next request as soon as the previous answer arrived, on wrk
- *   (`wrk.ts`) or autocannon. With autocannon, one run covers warm-up and window, and only answers that
- *   complete inside the window count; with wrk, the default when installed, the warm-up is a wrk
- *   run of its own and the window a second one, and its figures are wrk's. Either way the target's CPU time
- *   is read from /proc at the window's two ends, by this process, so the CPU window and the request count
- *   cover the same interval (with wrk, also the few milliseconds of its start and of connecting).
- * - `open`: requests sent at fixed scheduled times (every 1/rate s) whatever the answers do, over an
- *   small keep-alive client (`raw-http.ts`) with enough connections; latency is measured from the *scheduled* send time, so a stalled
+ * - `closed`: N connections each sending the next request as soon as the previous answer arrived. At c50 on
+ *   wrk (`wrk.ts`): its warm-up is a wrk run of its own and the window a second one, and its figures are
+ *   wrk's. At c1 on this process's own client (`raw-http.ts`), which times every answer as it is (wrk
+ *   corrects for coordinated omission, which at one connection invents a tail). Either way the target's CPU
+ *   time is read from /proc at the window's two ends, so the CPU window and the request count cover the
+ *   same interval.
+ * - `open`: requests sent at fixed scheduled times (every 1/rate s) whatever the answers do, over the same
+ *   client with enough connections; latency is measured from the *scheduled* send time, so a stalled
  *   target shows up in the latency instead of slowing the generator down (no coordinated omission).
  *
  * Every answer's status is checked: anything but 200 is counted (and reported) as an error.
  *
  * This file and what it imports are run by plain `node` (transpiled by the harness): it must not import
  * anything from `src/`.
- *
- * @see https://github.com/mcollina/autocannon#api
  */
 import { performance } from 'node:perf_hooks';
-import autocannon from 'autocannon';
-import { allowedCpus, busyShare, cpuTimeOfCommandUs, cpuTimeUs, reapedCpuUs } from './proc-stats.js';
-import { RawClient, requestHead } from './raw-http.js';
-import type { RequestSpec } from './request-spec.js';
+import { allowedCpus, busyShare, cpuTimeOfCommandUs, cpuTimeUs } from './proc-stats.js';
+import { RawClient, type RawRequest, type RequestSpec, requestHead } from './raw-http.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import { WrkRun } from './wrk.js';
-
-export type { RequestSpec } from './request-spec.js';
 
 export interface CpuProbe {
   pid: number;
   withDescendants: boolean;
 }
 
-/** The closed loop's client: wrk's path, or autocannon (in this process). */
-export type ClosedGenerator = { kind: 'wrk'; path: string } | { kind: 'autocannon' };
+/** The closed loop's client: wrk (its path), or this process's own (`raw`). */
+export type ClosedGenerator = { kind: 'wrk'; path: string } | { kind: 'raw' };
 
 export interface ClosedJob {
   kind: 'closed';
@@ -81,20 +75,18 @@ export interface Outcomes {
 
 export interface ClosedResult extends Outcomes {
   kind: 'closed';
-  generator: 'wrk' | 'autocannon';
+  generator: 'wrk' | 'raw';
   windowSec: number;
   /** 200 answers per second inside the window. */
   rps: number;
   /**
-   * With autocannon, each answer's time; with wrk, wrk's figures, which it corrects for coordinated
+   * With the raw client, each answer's time; with wrk, wrk's figures, which it corrects for coordinated
    * omission (samples added for every answer slower than the mean cycle), so their tail is higher.
    */
   latency: LatencySummary;
   /** CPU µs used by each probed process over the window (undefined where /proc is not readable). */
   cpuUs: (number | undefined)[];
   cpuCommandUs?: number;
-  /** CPU the load generator itself used per request over the window, µs (is the generator the limit?). */
-  generatorCpuUsPerReq: number;
   /** How busy the load generator's CPUs were over the window, 0..1 (undefined without /proc). */
   loadCpuBusy: number | undefined;
 }
@@ -112,8 +104,6 @@ export interface OpenResult extends Outcomes {
   service: LatencySummary;
   /** How late the generator itself sent (actual − scheduled). */
   sendLag: LatencySummary;
-  /** CPU the load generator itself used per request sent, µs. */
-  generatorCpuUsPerReq: number;
   /**
    * How busy the load generator's CPUs (the generator, and the upstream simulator pinned with it) were
    * over the measured sends, 0..1: near 1, the latency measured that CPU rather than the target.
@@ -130,13 +120,6 @@ function outcomes(ok: number, non200: number, errors: number, statuses: Record<s
   return { ok, non200, errors, statuses, errorRate: all === 0 ? 0 : (non200 + errors) / all };
 }
 
-function rotation(spec: RequestSpec): (() => string) | undefined {
-  const list = spec.authorizations;
-  if (!list || list.length === 0) return undefined;
-  let i = 0;
-  return () => list[i++ % list.length] as string;
-}
-
 /** The CPUs this process is pinned to (with the upstream simulator): whose busy share is reported. */
 const LOAD_CPUS = allowedCpus();
 
@@ -145,7 +128,7 @@ function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
 }
 
 async function runClosed(job: ClosedJob): Promise<ClosedResult> {
-  return job.generator.kind === 'wrk' ? runClosedWrk(job, job.generator.path) : runClosedAutocannon(job);
+  return job.generator.kind === 'wrk' ? runClosedWrk(job, job.generator.path) : runClosedRaw(job);
 }
 
 type WindowFigures = Pick<ClosedResult, 'cpuUs' | 'cpuCommandUs' | 'loadCpuBusy'>;
@@ -180,11 +163,8 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
   try {
     if (job.warmupSec > 0) await wrk.run(job.connections, job.warmupSec);
     const closeWindow = openWindow(job);
-    // wrk's CPU reaches this process's reaped-children time when it is waited for, before 'close'.
-    const generatorStart = reapedCpuUs();
     const summary = await wrk.run(job.connections, job.durationSec);
     const window = closeWindow();
-    const generatorEnd = reapedCpuUs();
 
     const windowSec = summary.durationUs / 1e6;
     const ok = summary.requests - summary.status;
@@ -196,10 +176,6 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
       rps: ok / windowSec,
       latency: { count: summary.requests, ...summary.latency },
       ...window,
-      generatorCpuUsPerReq:
-        generatorStart === undefined || generatorEnd === undefined
-          ? Number.NaN
-          : (generatorEnd - generatorStart) / Math.max(1, summary.requests + errors),
       ...outcomes(ok, summary.status, errors, summary.status > 0 ? { '400-599': summary.status } : {}),
     };
   } finally {
@@ -207,88 +183,79 @@ async function runClosedWrk(job: ClosedJob, path: string): Promise<ClosedResult>
   }
 }
 
-async function runClosedAutocannon(job: ClosedJob): Promise<ClosedResult> {
+async function runClosedRaw(job: ClosedJob): Promise<ClosedResult> {
+  const raw = rawRequest(job.request);
+  const client = new RawClient(raw, job.connections);
+  const heads = (job.request.authorizations ?? [undefined]).map((a) => requestHead(raw, a));
   const latency = new Samples();
   const statuses: Record<string, number> = {};
   let ok = 0;
   let non200 = 0;
   let errors = 0;
   let measuring = false;
-  const nextAuth = rotation(job.request);
-  const instance = autocannon({
-    url: job.request.url,
-    method: job.request.method,
-    headers: job.request.headers,
-    body: job.request.body,
-    connections: job.connections,
-    pipelining: 1,
-    // Stopped explicitly at the window's end; the duration is only a backstop.
-    duration: job.warmupSec + job.durationSec + 30,
-    timeout: 30,
-    ...(nextAuth
-      ? {
-          requests: [
-            {
-              setupRequest: (request) => ({
-                ...request,
-                headers: { ...request.headers, authorization: nextAuth() },
-              }),
-            },
-          ],
+  let stopped = false;
+  let next = 0;
+  const lanes: Promise<void>[] = [];
+  for (let lane = 0; lane < job.connections; lane++) {
+    lanes.push(
+      (async () => {
+        while (!stopped) {
+          const sentAt = performance.now();
+          const counted = measuring;
+          const status = await new Promise<number | undefined>((resolve) =>
+            client.send(heads[next++ % heads.length] as Buffer, resolve),
+          );
+          if (!counted || !measuring) continue;
+          if (status === undefined) errors++;
+          else if (status === 200) {
+            ok++;
+            latency.add(performance.now() - sentAt);
+          } else {
+            non200++;
+            statuses[status] = (statuses[status] ?? 0) + 1;
+          }
         }
-      : {}),
-  });
-  instance.on('response', (_client: unknown, status: number, _bytes: number, responseTimeMs: number) => {
-    if (!measuring) return;
-    if (status === 200) {
-      ok++;
-      latency.add(responseTimeMs);
-    } else {
-      non200++;
-      statuses[status] = (statuses[status] ?? 0) + 1;
-    }
-  });
-  instance.on('reqError', () => {
-    if (measuring) errors++;
-  });
-  const finished = Promise.resolve(instance);
-
+      })(),
+    );
+  }
   await sleep(job.warmupSec * 1000);
   const closeWindow = openWindow(job);
   const start = performance.now();
-  const ownStart = process.cpuUsage();
   measuring = true;
   await sleep(job.durationSec * 1000);
   measuring = false;
   const end = performance.now();
-  const own = process.cpuUsage(ownStart);
   const window = closeWindow();
-  instance.stop();
-  await finished;
+  stopped = true;
+  await Promise.all(lanes);
+  client.close();
 
   const windowSec = (end - start) / 1000;
   return {
     kind: 'closed',
-    generator: 'autocannon',
+    generator: 'raw',
     windowSec,
     rps: ok / windowSec,
     latency: latency.summary(),
     ...window,
-    generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, ok + non200 + errors),
     ...outcomes(ok, non200, errors, statuses),
   };
 }
 
-async function runOpen(job: OpenJob): Promise<OpenResult> {
-  const url = new URL(job.request.url);
-  const raw = {
+function rawRequest(spec: RequestSpec): RawRequest {
+  const url = new URL(spec.url);
+  return {
     host: url.hostname,
     port: Number(url.port || 80),
     path: url.pathname + url.search,
-    method: job.request.method,
-    headers: job.request.headers,
-    body: Buffer.from(job.request.body),
+    method: spec.method,
+    headers: spec.headers,
+    body: Buffer.from(spec.body),
   };
+}
+
+async function runOpen(job: OpenJob): Promise<OpenResult> {
+  const raw = rawRequest(job.request);
   const client = new RawClient(raw, job.connections ?? 512);
   const heads = (job.request.authorizations ?? [undefined]).map((a) => requestHead(raw, a));
   let nextHead = 0;
@@ -353,7 +320,6 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     });
   };
 
-  const ownStart = process.cpuUsage();
   const start = performance.now() + 20;
   await new Promise<void>((resolve) => {
     let i = 0;
@@ -386,7 +352,6 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     }
   }
   client.close();
-  const own = process.cpuUsage(ownStart);
 
   // The measured part as scheduled; answers that arrive after its end do not count as achieved.
   const measuredSec = Math.max(1e-3, ((total - warmupSends) * interval) / 1000);
@@ -398,7 +363,6 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     latency: latency.summary(),
     service: service.summary(),
     sendLag: sendLag.summary(),
-    generatorCpuUsPerReq: (own.user + own.system) / Math.max(1, total),
     loadCpuBusy,
     ...outcomes(ok, non200, errors, statuses),
   };

@@ -3,14 +3,10 @@
  * target's CPU time over the same window and its peak RSS), the unloaded latency at c1, and the open-loop
  * latency at a fixed rate and at half the target's own c50 maximum.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClosedGenerator, ClosedResult, OpenResult } from './loadgen.js';
 import { peakRssKb } from './proc-stats.js';
 import type { LoadGen } from './processes.js';
 import type { RunningTarget } from './targets.js';
-
-/** The quiet before each speed probe, ms. */
-const PROBE_PAUSE_MS = 300;
 
 export interface PhaseOptions {
   warmupSec: number;
@@ -21,11 +17,6 @@ export interface PhaseOptions {
   connections: number;
   /** The client of the c50 phase. */
   generator: ClosedGenerator;
-  /**
-   * Times a fixed piece of work on the target's CPU (`bench/speed-probe.ts`), ms; run while the target is
-   * idle, before its phases, after c50 and after the last. None: no probe.
-   */
-  probeSpeed?: () => number;
 }
 
 export interface RunMetrics {
@@ -43,11 +34,6 @@ export interface RunMetrics {
   peakRssMb: number | undefined;
   /** The worst error rate of the four phases, 0..1. */
   errorRate: number;
-  /**
-   * The speed probe's time on the target's CPU before the phases, after c50 and after the last phase, ms
-   * (lower is faster); absent without a probe.
-   */
-  speedMs?: number[];
 }
 
 export async function measure(
@@ -58,18 +44,6 @@ export async function measure(
 ): Promise<RunMetrics> {
   const { request } = target;
   const shortWarmup = Math.min(1, options.warmupSec);
-  const speedMs: number[] = [];
-  const probe = async () => {
-    if (!options.probeSpeed) return;
-    // Let the target's own work after a phase (its last answers, a WAL checkpoint, a collection) end first:
-    // the probe is timed by its CPU time, which sharing the CPU barely moves, but that work would still
-    // evict the probe's data from the caches.
-    await sleep(PROBE_PAUSE_MS);
-    speedMs.push(options.probeSpeed());
-  };
-
-  await probe();
-
   log(`c${options.connections} for ${options.durationSec}s after ${options.warmupSec}s warm-up`);
   const c50 = await loadgen.run<ClosedResult>({
     kind: 'closed',
@@ -84,15 +58,13 @@ export async function measure(
   const hwm = peakRssKb(target.pid);
   const completed = c50.ok + c50.non200;
   const cpuUs = c50.cpuUs[0];
-  await probe();
 
   log('c1 (unloaded latency)');
   const c1 = await loadgen.run<ClosedResult>({
     kind: 'closed',
-    // Always the in-process client, which times every answer as it is: wrk corrects its latency for
-    // coordinated omission (stats_correct adds samples for every answer slower than the mean cycle),
-    // which at one connection reports a tail many times longer than any answer took.
-    generator: { kind: 'autocannon' },
+    // The generator's own client, which times every answer as it is: wrk corrects its latency for
+    // coordinated omission, which at one connection reports a tail longer than any answer took.
+    generator: { kind: 'raw' },
     request,
     connections: 1,
     warmupSec: shortWarmup,
@@ -118,7 +90,6 @@ export async function measure(
     warmupSec: shortWarmup,
     durationSec: options.durationSec,
   });
-  await probe();
 
   return {
     c50,
@@ -131,6 +102,5 @@ export async function measure(
       c50.cpuCommandUs === undefined || completed === 0 ? undefined : c50.cpuCommandUs / completed,
     peakRssMb: hwm === undefined ? undefined : hwm / 1024,
     errorRate: Math.max(c50.errorRate, c1.errorRate, openFixed.errorRate, openHalf.errorRate),
-    ...(speedMs.length > 0 ? { speedMs } : {}),
   };
 }

@@ -108,14 +108,3 @@ export function readFlags(script: string, spec: FlagSpec, argv = process.argv.sl
   };
   return flags;
 }
-
-/** `1k`, `10KB`, `1m`, `1MiB`, `1000000` → a byte or row count. */
-export function parseSize(text: string): number {
-  const match = /^(\d+(?:\.\d+)?)\s*([kmg]?)(i?b)?$/i.exec(text.trim());
-  if (!match) throw new Error(`not a size: ${text}`);
-  const unit = (match[2] ?? '').toLowerCase();
-  const binary = (match[3] ?? '').toLowerCase() === 'ib' || /b$/i.test(match[3] ?? '');
-  const base = binary ? 1024 : 1000;
-  const factor = unit === 'k' ? base : unit === 'm' ? base ** 2 : unit === 'g' ? base ** 3 : 1;
-  return Math.round(Number(match[1]) * factor);
-}

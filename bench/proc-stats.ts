@@ -89,12 +89,6 @@ export function cpuTimeUs(pid: number, withDescendants = false): number | undefi
   return (ticks * 1e6) / clkTck();
 }
 
-/** CPU time (µs) of this process's children that it has waited for (cutime + cstime). */
-export function reapedCpuUs(): number | undefined {
-  const stat = readStat(process.pid);
-  return stat ? (stat.reaped * 1e6) / clkTck() : undefined;
-}
-
 /** The CPUs this process may run on (`Cpus_allowed_list` in /proc/self/status, e.g. `1` or `0-1,4`). */
 export function allowedCpus(): number[] | undefined {
   let text: string;

@@ -147,8 +147,6 @@ export interface SpawnOptions {
   fixedUrl?: string;
   probe?: () => Promise<boolean>;
   timeoutMs?: number;
-  /** A command the server runs under (e.g. valgrind and its options), before the pinning. */
-  wrap?: readonly string[];
 }
 
 function exited(child: ChildProcess): boolean {
@@ -171,11 +169,7 @@ export async function startProcess(options: SpawnOptions): Promise<RunningProces
   mkdirSync(options.dir, { recursive: true });
   const logFile = join(options.dir, `${options.name}-${process.hrtime.bigint()}.log`);
   const fd = openSync(logFile, 'w');
-  const [command, args] = pinned(
-    options.cpu,
-    options.wrap?.[0] ?? options.command,
-    options.wrap ? [...options.wrap.slice(1), options.command, ...options.args] : options.args,
-  );
+  const [command, args] = pinned(options.cpu, options.command, options.args);
   const child = spawn(command, args, { env: options.env, stdio: ['ignore', fd, fd], cwd: ROOT });
   closeSync(fd);
   const pid = child.pid;
@@ -224,16 +218,6 @@ export async function startProcess(options: SpawnOptions): Promise<RunningProces
 }
 
 /** The last lines of a process's output, for error messages. */
-/** Exits with status 2 and a line naming what to install when `command --version` cannot run. */
-export function requireTool(script: string, command: string, install: string): void {
-  try {
-    execFileSync(command, ['--version'], { stdio: 'ignore' });
-  } catch {
-    process.stderr.write(`${script} needs ${command} (${install})\n`);
-    process.exit(2);
-  }
-}
-
 export function tail(text: string, lines = 15): string {
   return text.trimEnd().split('\n').slice(-lines).join('\n');
 }
@@ -275,35 +259,18 @@ export function compileChildScripts(): void {
 /** The `--no-pin` flag, shared by the scripts that pin with `detectPinning`. */
 export const NO_PIN_FLAG = { type: 'boolean', help: 'do not pin processes to CPUs with taskset' } as const;
 
-/** The `--generator` flag's help text, shared by the scripts that run closed loops. */
-export const GENERATOR_FLAG = {
-  type: 'string',
-  help: 'closed-loop client: wrk (default when installed) or autocannon',
-} as const;
-
 /**
- * The closed loop's client for `--generator` (`wrk`, `autocannon`, or unset: wrk when it is on PATH, else
- * autocannon). Exits with a usage error when wrk is asked for and
- * missing. `reason` is for the log line and the JSON.
+ * The closed loop's client at c50: wrk. Exits with a line naming the package when it is not on PATH (a
+ * Node client costs several times wrk's CPU per request, on the CPU it shares with the upstream: the
+ * figures would measure that CPU).
  */
-export function chooseGenerator(flag: string | undefined): { generator: ClosedGenerator; reason: string } {
-  if (flag !== undefined && flag !== 'wrk' && flag !== 'autocannon') {
-    process.stderr.write(`--generator must be wrk or autocannon (got ${flag})\n`);
+export function requireWrk(): ClosedGenerator {
+  const path = findWrk();
+  if (path === undefined) {
+    process.stderr.write('the benchmark needs wrk for its c50 closed loop (apt-get install wrk)\n');
     process.exit(2);
   }
-  const wrk = flag === 'autocannon' ? undefined : findWrk();
-  if (wrk) return { generator: { kind: 'wrk', path: wrk }, reason: `wrk (${wrk})` };
-  if (flag === 'wrk') {
-    process.stderr.write('--generator wrk: wrk is not on PATH (apt-get install wrk)\n');
-    process.exit(2);
-  }
-  return {
-    generator: { kind: 'autocannon' },
-    reason:
-      flag === 'autocannon'
-        ? 'autocannon (--generator autocannon)'
-        : 'autocannon (wrk is not on PATH: apt-get install wrk for the lighter generator of the reference figures)',
-  };
+  return { kind: 'wrk', path };
 }
 
 /** The load generator child process (pinned to the load CPU); runs one job at a time. */

@@ -2,7 +2,7 @@
  * A minimal HTTP/1.1 client for the open-loop generator: keep-alive sockets, one request at a time per
  * socket, requests pre-serialized once, responses parsed just enough to find their status and end
  * (Content-Length or chunked). On a 2-core machine the generator shares its CPU with the upstream, so it
- * must cost as little as wrk or autocannon per request; a general-purpose client (undici) costs about
+ * must cost as little as wrk per request; a general-purpose client (undici) costs about
  * three times as much.
  *
  * @see https://www.rfc-editor.org/rfc/rfc9112
@@ -11,6 +11,16 @@ import { connect, type Socket } from 'node:net';
 
 const CRLF2 = Buffer.from('\r\n\r\n');
 const CRLF = Buffer.from('\r\n');
+
+/** A request the load generator sends, as the harness describes it. */
+export interface RequestSpec {
+  url: string;
+  method: 'POST';
+  headers: Record<string, string>;
+  body: string;
+  /** When set, each request uses the next of these `Authorization` values in turn (requests over many keys). */
+  authorizations?: string[];
+}
 
 export interface RawRequest {
   host: string;

@@ -10,28 +10,23 @@
 import { measure } from './measure.js';
 import { readFlags } from './options.js';
 import {
-  chooseGenerator,
   cleanupAll,
   compileChildScripts,
   detectPinning,
-  GENERATOR_FLAG,
   LoadGen,
   NO_PIN_FLAG,
   pinSelf,
+  requireWrk,
 } from './processes.js';
 import {
-  C50_LOAD_CPU_LIMIT,
   evaluateGoals,
   machineInfo,
-  OPEN_LOOP_LOAD_CPU_LIMIT,
   type RunRecord,
   renderGoals,
   renderTable,
-  SPEED_TOLERANCE,
   summarize,
   writeResults,
 } from './report.js';
-import { probeSpeed } from './speed-probe.js';
 import { ALL_TARGETS, TARGET_LABELS, type TargetName } from './target-names.js';
 import { type RunningTarget, startTarget, tempDir, Unavailable } from './targets.js';
 
@@ -52,7 +47,6 @@ const flags = readFlags('npm run bench --', {
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
   },
   'no-pin': NO_PIN_FLAG,
-  generator: GENERATOR_FLAG,
   env: {
     type: 'string',
     help: "Tollgate's extra environment, e.g. SQLITE_CHECKPOINT=inline,METRICS_ENABLED=false",
@@ -69,7 +63,7 @@ const options = {
   accounts: Math.max(1, Math.round(flags.number('accounts', 1))),
   pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
 };
-const closedLoop = chooseGenerator(flags.string('generator'));
+const generator = requireWrk();
 const tollgateEnv = flags.env('env');
 const only = flags.list('only');
 const unknown = only?.filter((t) => !ALL_TARGETS.includes(t as TargetName)) ?? [];
@@ -96,7 +90,7 @@ async function main(): Promise<void> {
       .join(' ')}`,
   );
   log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
-  log(`closed loop: ${closedLoop.reason}`);
+  log(`c${options.connections} closed loop: wrk (${generator.kind === 'wrk' ? generator.path : ''})`);
   log(
     `${options.runs} run(s) × [${targets.join(', ')}]: c${options.connections} ${options.durationSec}s after ${options.warmupSec}s warm-up, ` +
       `c1, open loop at ${options.fixedRate}/s and at half max (${options.durationSec}s each)`,
@@ -132,20 +126,14 @@ async function main(): Promise<void> {
           }
           throw err;
         }
-        const metrics = await measure(
-          target,
-          loadgen,
-          { ...options, generator: closedLoop.generator, probeSpeed: () => probeSpeed(pinning.target) },
-          (line) => log(`${label}: ${line}`),
+        const metrics = await measure(target, loadgen, { ...options, generator }, (line) =>
+          log(`${label}: ${line}`),
         );
         records.push({ run, target: name, metrics });
         const err = metrics.errorRate > 0 ? `, errors ${(metrics.errorRate * 100).toFixed(2)}%` : '';
-        const speed = metrics.speedMs
-          ? `, speed probe ${metrics.speedMs.map((ms) => ms.toFixed(1)).join(' / ')} ms`
-          : '';
         log(
           `${label}: ${metrics.c50.rps.toFixed(0)} req/s, c1 p50 ${metrics.c1.latency.p50.toFixed(3)} ms, ` +
-            `CPU ${metrics.cpuUsPerReq?.toFixed(0) ?? '—'} µs/req${speed}${err}`,
+            `CPU ${metrics.cpuUsPerReq?.toFixed(0) ?? '—'} µs/req${err}`,
         );
       } catch (err) {
         const reason = err instanceof Error ? err.message : String(err);
@@ -168,33 +156,12 @@ async function main(): Promise<void> {
   );
   process.stdout.write(`${renderTable(summaries)}\n\n`);
   process.stdout.write(
-    `req/s: c50 closed loop (${closedLoop.generator.kind}) · c1: unloaded latency · +p50: c1 p50 minus the simulator's · ` +
+    `req/s: c${options.connections} closed loop (wrk) · c1: unloaded latency · +p50/+p99: minus the upstream simulator's, in the same phase · ` +
       `${options.fixedRate}/s and ½max: open loop, latency from the scheduled send time · ` +
-      'CPU: target process over the c50 window · RSS: VmHWM after c50 · errors: non-200 + failed, worst phase (! > 1%)\n\n',
+      'CPU: target process over the c50 window · RSS: VmHWM after c50 · errors: non-200 + failed, worst phase\n\n',
   );
   for (const s of summaries) {
     for (const failure of s.failures) process.stdout.write(`${s.label} ${failure}\n`);
-    const busy = (limit: number) =>
-      `the load generator's CPU (shared with the upstream) was ≥ ${limit * 100}% busy`;
-    if ((s.c50RunsLoadBound ?? 0) > 0) {
-      process.stdout.write(
-        `NOTE: ${s.label}: at c50 ${busy(C50_LOAD_CPU_LIMIT)} in ${s.c50RunsLoadBound} of ${s.runsMeasured} run(s): its req/s there is that CPU's limit\n`,
-      );
-    }
-    if ((s.halfOwnLoadBound ?? 0) > 0) {
-      process.stdout.write(
-        `NOTE: ${s.label}: at half the maximum ${busy(OPEN_LOOP_LOAD_CPU_LIMIT)} in ${s.halfOwnLoadBound} of ${s.runsMeasured} run(s): its latency there queued on that CPU, left out of the p99 comparison\n`,
-      );
-    }
-    const speedLeft = s.speedLeftOut?.bare ?? 0;
-    if (speedLeft > 0) {
-      process.stdout.write(
-        `NOTE: ${s.label}: in ${speedLeft} of ${s.runsMeasured} run(s) the speed probe on the target's CPU moved by more than ${Math.round((SPEED_TOLERANCE - 1) * 100)}% (within the run or against the bare proxy's): left out of the ratios and differences\n`,
-      );
-    }
-    if ((s.errorRate ?? 0) > 0.01) {
-      process.stdout.write(`WARNING: ${s.label} answered ${((s.errorRate ?? 0) * 100).toFixed(2)}% errors\n`);
-    }
   }
   process.stdout.write(`${renderGoals(goals)}\n`);
 
@@ -204,7 +171,7 @@ async function main(): Promise<void> {
       kind: 'tollgate-bench',
       startedAt: startedAt.toISOString(),
       finishedAt: finishedAt.toISOString(),
-      options: { ...options, targets, quick, tollgateEnv, generator: closedLoop.reason },
+      options: { ...options, targets, quick, tollgateEnv, generator: 'wrk' },
       machine: { ...machine, loadavgAtEnd: machineInfo().loadavg },
       pinning,
       summaries,

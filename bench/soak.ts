@@ -11,14 +11,13 @@ import type { ClosedResult, OpenResult } from './loadgen.js';
 import { readFlags } from './options.js';
 import { peakRssKb, rssKb } from './proc-stats.js';
 import {
-  chooseGenerator,
   cleanupAll,
   compileChildScripts,
   detectPinning,
-  GENERATOR_FLAG,
   LoadGen,
   NO_PIN_FLAG,
   pinSelf,
+  requireWrk,
 } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { type RunningTarget, startTarget, tempDir } from './targets.js';
@@ -34,7 +33,6 @@ const flags = readFlags('npm run bench:soak --', {
   segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
   tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
   'no-pin': NO_PIN_FLAG,
-  generator: GENERATOR_FLAG,
   env: {
     type: 'string',
     help: "Tollgate's extra environment, e.g. SQLITE_CACHE_MB=16,METRICS_ENABLED=false",
@@ -51,7 +49,7 @@ const options = {
   rate: flags.string('rate') === undefined ? undefined : flags.number('rate', 0),
   tollgateEnv: flags.env('env'),
 };
-const closedLoop = chooseGenerator(flags.string('generator'));
+const generator = requireWrk();
 
 const startedAt = new Date();
 const log = (line: string) => {
@@ -69,7 +67,6 @@ async function main(): Promise<void> {
   pinSelf(pinning.load);
   compileChildScripts();
   log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
-  log(`closed loop: ${closedLoop.reason}`);
 
   const temp = tempDir('soak');
   const loadgen = LoadGen.start(pinning.load);
@@ -89,7 +86,7 @@ async function main(): Promise<void> {
       log('measuring the c50 maximum (5 s after 2 s warm-up)');
       const max = await loadgen.run<ClosedResult>({
         kind: 'closed',
-        generator: closedLoop.generator,
+        generator,
         request,
         connections: 50,
         warmupSec: 2,
@@ -180,7 +177,7 @@ async function main(): Promise<void> {
         kind: 'tollgate-bench-soak',
         startedAt: startedAt.toISOString(),
         finishedAt: new Date().toISOString(),
-        options: { ...options, rate, generator: closedLoop.reason },
+        options: { ...options, rate, generator: 'wrk' },
         machine: machineInfo(),
         pinning,
         rss: {

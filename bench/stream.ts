@@ -15,25 +15,19 @@
  * Prints a table and the goals, writes `bench/results/stream-<ISO time>.json`. See bench/README.md.
  */
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { readFlags } from './options.js';
 import { allowedCpus, busyShare, cpuTimeUs, peakRssKb, rssKb } from './proc-stats.js';
 import {
-  BENCH_DIST,
   BIN,
   baseEnv,
-  binNodeFlags,
   cleanupAll,
   compileChildScripts,
   detectPinning,
   NO_PIN_FLAG,
   type Pinning,
   pinSelf,
-  type RunningProcess,
-  SIMULATOR_MAIN,
-  startProcess,
 } from './processes.js';
 import { fmt, machineInfo, renderGoals, table, writeResults } from './report.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
@@ -45,15 +39,7 @@ import {
   streamGoals,
   usdToNano,
 } from './stream-measure.js';
-import {
-  BENCH_PROVIDER,
-  providerEnv,
-  seedAccounts,
-  simBaseUrl,
-  startSimulatorJanitor,
-  TINY_MESSAGES,
-  tempDir,
-} from './targets.js';
+import { startTarget, TINY_MESSAGES, tempDir } from './targets.js';
 
 const TARGETS = { bare: 'bare streaming proxy', sqlite: 'Tollgate · SQLite' } as const;
 type StreamTargetName = keyof typeof TARGETS;
@@ -127,129 +113,62 @@ const log = (line: string) => {
 interface StreamTarget {
   name: StreamTargetName;
   pid: number;
+  /** The origin and the chat route's path on it. */
   url: string;
-  /** The chat route's path on `url`. */
   path: string;
   /** One per account; stream i uses the (i mod n)-th. */
   authorizations: string[];
   body: Buffer;
   databaseUrl?: string;
-  upstream: RunningProcess;
   stop(): Promise<void>;
 }
 
-function streamBody(model: string): Buffer {
-  return Buffer.from(
-    JSON.stringify({
-      model,
-      messages: TINY_MESSAGES,
-      max_tokens: maxTokens,
-      stream: true,
-      // Tollgate asks its upstream for the usage chunk whatever the caller asks; so does the bare proxy's
-      // client, so that both upstreams stream the same events.
-      stream_options: { include_usage: true },
-    }),
-  );
-}
-
 /**
- * The simulator with the pace given at its start: the janitor's resets (which keep its record of requests
- * from growing) return it to these values.
+ * Tollgate asks its upstream for the usage chunk whatever the caller asks; so does the bare proxy's client,
+ * so that both upstreams stream the same events.
  */
-async function startPacedUpstream(pinning: Pinning, dir: string): Promise<RunningProcess> {
-  const sim = await startProcess({
-    name: 'upstream',
-    command: process.execPath,
-    args: [
-      SIMULATOR_MAIN,
-      ...['--host', '127.0.0.1', '--port', '0', '--latency-ms', '0'],
-      ...['--stream-chunks', String(options.chunks), '--stream-chunks-per-second', String(options.rate)],
-      ...['--reply-words', String(replyWords)],
-    ],
-    env: baseEnv(),
-    cpu: pinning.load,
-    dir,
+function streamBody(model: string): string {
+  return JSON.stringify({
+    model,
+    messages: TINY_MESSAGES,
+    max_tokens: maxTokens,
+    stream: true,
+    stream_options: { include_usage: true },
   });
-  const stopJanitor = startSimulatorJanitor(sim.url);
-  return {
-    ...sim,
-    stop: async (graceMs) => {
-      stopJanitor();
-      await sim.stop(graceMs);
-    },
-  };
 }
 
+/** A target of `npm run bench` whose upstream streams at the pace given at its start. */
 async function startStreamTarget(
   name: StreamTargetName,
   pinning: Pinning,
   dir: string,
 ): Promise<StreamTarget> {
-  const upstream = await startPacedUpstream(pinning, dir);
-  try {
-    if (name === 'bare') {
-      const proxy = await startProcess({
-        name: 'bare-stream-proxy',
-        command: process.execPath,
-        args: [
-          join(BENCH_DIST, 'bare-proxy.js'),
-          ...['--upstream', upstream.url, '--stream'],
-          // One upstream connection per stream in flight, as Tollgate's agent opens.
-          ...['--connections', String(options.streams + options.latencyStreams + 8)],
-        ],
-        env: baseEnv(),
-        cpu: pinning.target,
-        dir,
-      });
-      return {
-        name,
-        pid: proxy.pid,
-        url: proxy.url,
-        path: new URL(`${simBaseUrl(upstream.url)}/chat/completions`).pathname,
-        authorizations: ['Bearer upstream-key'],
-        body: streamBody(BENCH_PROVIDER.model),
-        upstream,
-        stop: async () => {
-          await proxy.stop();
-          await upstream.stop();
-        },
-      };
-    }
-    const databaseUrl = `sqlite:${join(dir, 'tollgate.db')}`;
-    const keys = await seedAccounts(options.accounts)(databaseUrl);
-    const gateway = await startProcess({
-      name: 'tollgate-sqlite',
-      command: process.execPath,
-      args: [...binNodeFlags(), BIN, 'serve', '--json'],
-      env: baseEnv({
-        DATABASE_URL: databaseUrl,
-        PORT: '0',
-        HOST: '127.0.0.1',
-        LOG_LEVEL: 'warn',
-        ...providerEnv(upstream.url),
-        ...tollgateEnv,
-      }),
-      cpu: pinning.target,
-      dir,
-    });
-    return {
-      name,
-      pid: gateway.pid,
-      url: gateway.url,
-      path: '/api/v1/chat/completions',
-      authorizations: keys.map((k) => `Bearer ${k}`),
-      body: streamBody(BENCH_PROVIDER.name),
-      databaseUrl,
-      upstream,
-      stop: async () => {
-        await gateway.stop();
-        await upstream.stop();
-      },
-    };
-  } catch (err) {
-    await upstream.stop();
-    throw err;
-  }
+  const running = await startTarget(name, {
+    pinning,
+    dir,
+    pgAdminUrl: '',
+    accounts: options.accounts,
+    tollgateEnv,
+    body: streamBody,
+    simulatorArgs: [
+      ...['--stream-chunks', String(options.chunks), '--stream-chunks-per-second', String(options.rate)],
+      ...['--reply-words', String(replyWords)],
+    ],
+    // One upstream connection per stream in flight, as Tollgate's agent opens.
+    bareArgs: ['--stream', '--connections', String(options.streams + options.latencyStreams + 8)],
+  });
+  const { request } = running;
+  const url = new URL(request.url);
+  return {
+    name,
+    pid: running.pid,
+    url: url.origin,
+    path: url.pathname,
+    authorizations: request.authorizations ?? [request.headers.authorization as string],
+    body: Buffer.from(request.body),
+    ...(running.databaseUrl ? { databaseUrl: running.databaseUrl } : {}),
+    stop: running.stop,
+  };
 }
 
 // ── client ───────────────────────────────────────────────────────────────────
@@ -359,14 +278,10 @@ interface PhaseReport extends PhaseFigures {
   durations: LatencySummary;
   eventsPerStream: number | undefined;
   errorSamples: string[];
-  /** Shares of one CPU over the phase (0..1). */
+  /** The target's share of one CPU over the phase (0..1). */
   targetCpu: number | undefined;
-  upstreamCpu: number | undefined;
-  clientCpu: number;
   /** How busy the load CPU(s) — the client's and the upstream's — were, by any process (0..1). */
   loadCpuBusy: number | undefined;
-  /** How busy the target's CPU was, by any process (0..1; undefined when not pinned). */
-  targetCpuBusy: number | undefined;
   /** p99 of this process's event-loop delay, ms: the client's own queueing, inside every figure it times. */
   clientLoopDelayP99Ms: number;
   /**
@@ -384,13 +299,9 @@ async function runPhase(
   tally: PhaseTally,
   slots: number,
   more: () => boolean,
-  pinning: Pinning,
 ): Promise<PhaseReport> {
   const targetCpu0 = cpuTimeUs(target.pid, true);
-  const upstreamCpu0 = cpuTimeUs(target.upstream.pid);
-  const clientCpu0 = process.cpuUsage();
   const loadBusy = busyShare(allowedCpus());
-  const targetBusy = pinning.target === undefined ? undefined : busyShare([Number(pinning.target)]);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
   let sampledKb = 0;
@@ -410,7 +321,6 @@ async function runPhase(
   const wallUs = (performance.now() - t0) * 1000;
   const share = (a: number | undefined, b: number | undefined) =>
     a === undefined || b === undefined ? undefined : (b - a) / wallUs;
-  const clientCpu = process.cpuUsage(clientCpu0);
   const completed = tally.streams - tally.errors;
   const hwm = peakRssKb(target.pid);
   return {
@@ -425,10 +335,7 @@ async function runPhase(
     durations: tally.durations.summary(),
     eventsPerStream: completed > 0 ? tally.events / completed : undefined,
     targetCpu: share(targetCpu0, cpuTimeUs(target.pid, true)),
-    upstreamCpu: share(upstreamCpu0, cpuTimeUs(target.upstream.pid)),
-    clientCpu: (clientCpu.user + clientCpu.system) / wallUs,
     loadCpuBusy: loadBusy(),
-    targetCpuBusy: targetBusy?.(),
     clientLoopDelayP99Ms: loop.percentile(99) / 1e6,
     ...(phase === 'concurrent'
       ? {
@@ -530,15 +437,7 @@ async function measureTarget(name: StreamTargetName, pinning: Pinning): Promise<
     log(
       `${label}: latency, ${options.durationSec === undefined ? `${options.requests} streams` : `${options.durationSec} s`}, ${options.latencyStreams} at a time`,
     );
-    result.latency = await runPhase(
-      'latency',
-      pool,
-      target,
-      latencyTally,
-      options.latencyStreams,
-      more,
-      pinning,
-    );
+    result.latency = await runPhase('latency', pool, target, latencyTally, options.latencyStreams, more);
     log(`${label}: ${summaryLine(result.latency)}`);
 
     const concurrentTally = new PhaseTally();
@@ -551,7 +450,6 @@ async function measureTarget(name: StreamTargetName, pinning: Pinning): Promise<
       concurrentTally,
       options.streams,
       until(performance.now() + options.holdSec * 1000),
-      pinning,
     );
     log(`${label}: ${summaryLine(result.concurrent)}`);
 
@@ -610,10 +508,7 @@ function renderStreamTable(results: readonly TargetResult[]): string {
     'p99 ms',
     'max ms',
     'stream p50 s',
-    'events',
     'target CPU',
-    'its CPU busy',
-    'client CPU',
     'load CPU busy',
     'RSS MB',
   ];
@@ -633,10 +528,7 @@ function renderStreamTable(results: readonly TargetResult[]): string {
         fmt(p.gaps.p99, 2),
         fmt(p.gaps.max, 1),
         fmt(p.durations.p50 / 1000, 2),
-        fmt(p.eventsPerStream, 1),
         pct(p.targetCpu),
-        pct(p.targetCpuBusy),
-        pct(p.clientCpu),
         pct(p.loadCpuBusy),
         fmt(p.peakRssMb),
       ]);
@@ -649,20 +541,7 @@ function renderStreamTable(results: readonly TargetResult[]): string {
     : `${text}\n${failed.map((r) => `${r.label}  failed: ${r.error?.slice(0, 200)}`).join('\n')}`;
 }
 
-/**
- * Who held a busy CPU: `busy` (by any process) less the shares of ours that ran on it; the rest is other
- * processes of the machine. Only with pinning: unpinned, `busy` is an average over every CPU.
- */
-function busyBy(busy: number | undefined, ours: Record<string, number | undefined>, pinned: boolean): string {
-  const parts = Object.entries(ours).map(([who, share]) => `${who} ${pct(share)}`);
-  if (pinned && busy !== undefined) {
-    const others = busy - Object.values(ours).reduce<number>((sum, v) => sum + (v ?? 0), 0);
-    parts.push(`other processes ${pct(Math.max(0, others))}`);
-  }
-  return parts.join(', ');
-}
-
-function notes(results: readonly TargetResult[], pinned: boolean): string[] {
+function notes(results: readonly TargetResult[]): string[] {
   const out: string[] = [];
   for (const r of results) {
     if (r.error !== undefined && r.latency) out.push(`WARNING: ${r.label}: ${r.error}`);
@@ -671,20 +550,16 @@ function notes(results: readonly TargetResult[], pinned: boolean): string[] {
       const where = `${r.label}, ${p.phase} (${p.slots} open)`;
       if ((p.loadCpuBusy ?? 0) >= LOAD_CPU_LIMIT || p.clientLoopDelayP99Ms > LOOP_DELAY_LIMIT_MS) {
         out.push(
-          `NOTE: ${where}: the load CPU was ${pct(p.loadCpuBusy)} busy (${busyBy(p.loadCpuBusy, { client: p.clientCpu, upstream: p.upstreamCpu }, pinned)}) ` +
-            `and the client's event loop lagged ${p.clientLoopDelayP99Ms.toFixed(1)} ms at p99: its TTFB and gaps include that wait`,
+          `caveat: ${where}: the load CPU was ${pct(p.loadCpuBusy)} busy and the client's event loop lagged ` +
+            `${p.clientLoopDelayP99Ms.toFixed(1)} ms at p99: its TTFB and gaps include that wait`,
         );
       }
       if ((p.targetCpu ?? 0) >= TARGET_CPU_LIMIT) {
-        out.push(`NOTE: ${where}: the target used ${pct(p.targetCpu)} of its CPU: it was the limit`);
-      } else if ((p.targetCpuBusy ?? 0) >= TARGET_CPU_LIMIT) {
-        out.push(
-          `NOTE: ${where}: the target's CPU was ${pct(p.targetCpuBusy)} busy (${busyBy(p.targetCpuBusy, { target: p.targetCpu }, pinned)}): the target waited for it`,
-        );
+        out.push(`caveat: ${where}: the target used ${pct(p.targetCpu)} of its CPU: it was the limit`);
       }
       if (streamMs > 0 && p.durations.p50 > streamMs * 1.2) {
         out.push(
-          `NOTE: ${where}: streams took ${fmt(p.durations.p50 / 1000, 2)} s at p50 against ${(streamMs / 1000).toFixed(2)} s at the upstream's pace`,
+          `caveat: ${where}: streams took ${fmt(p.durations.p50 / 1000, 2)} s at p50 against ${(streamMs / 1000).toFixed(2)} s at the upstream's pace`,
         );
       }
       for (const e of p.errorSamples) out.push(`ERROR: ${where}: ${e}`);
@@ -748,9 +623,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${renderStreamTable(results)}\n\n`);
   process.stdout.write(
     'open: streams at once · TTFB: send to the first data: bytes · gap: between consecutive events at the ' +
-      'client (0 within one read) · stream: send to the end · events: per stream · target / client CPU: ' +
-      "that process's share of one CPU over the phase · busy: how busy the target's CPU and the load CPU " +
-      '(client and upstream) were, any process counted · RSS: largest VmRSS sampled every 100 ms\n\n',
+      'client (0 within one read) · stream: send to the end · target CPU: ' +
+      "its share of one CPU over the phase · load CPU busy: how busy the client's and upstream's CPU was, " +
+      'any process counted · RSS: largest VmRSS sampled every 100 ms\n\n',
   );
   const signedMs = (v: number | undefined) =>
     v === undefined ? '—' : `${v >= 0 ? '+' : ''}${v.toFixed(2)} ms`;
@@ -765,7 +640,7 @@ async function main(): Promise<void> {
         `ledger check ${tollgate.ledger?.ok ? 'OK' : 'FAILED'}\n`,
     );
   }
-  for (const line of notes(results, pinning.enabled)) process.stdout.write(`${line}\n`);
+  for (const line of notes(results)) process.stdout.write(`${line}\n`);
   process.stdout.write(`\n${renderGoals(goals)}\n`);
 
   const file = writeResults(

@@ -18,9 +18,9 @@ import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
+import { redactUrlPassword } from '../src/redact-url.js';
 import { FORMATS } from '../src/simulator/server.js';
 import { openStore } from '../src/store/index.js';
-import type { RequestSpec } from './loadgen.js';
 import {
   BENCH_DIST,
   BIN,
@@ -33,6 +33,7 @@ import {
   SIMULATOR_MAIN,
   startProcess,
 } from './processes.js';
+import type { RequestSpec } from './raw-http.js';
 import type { TargetName } from './target-names.js';
 
 /** The provider every request goes to: an OpenAI-compatible one, as most traffic is. */
@@ -87,6 +88,8 @@ export interface RunningTarget {
   /** Also count the CPU of processes with this command name (the database server). */
   cpuCommand?: string;
   request: RequestSpec;
+  /** Tollgate's database. */
+  databaseUrl?: string;
   process: RunningProcess;
   stop(): Promise<void>;
 }
@@ -102,18 +105,16 @@ export interface TargetContext {
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
   /**
-   * `NODE_OPTIONS` of the measured Node process, bare proxy or Tollgate alike (e.g. `--import` of a
-   * preload that turns V8's GC trace on, for `npm run bench:profile -- --mode gc`); added to any in
-   * `tollgateEnv`.
-   */
-  nodeOptions?: string;
-  /** Run the measured process (bare proxy or Tollgate) under this command, e.g. valgrind; slower start. */
-  wrap?: readonly string[];
-  /**
    * Accounts (one key each) the Tollgate targets' load is spread over, request by request (default 1:
    * every call holds and settles on one account row).
    */
   accounts?: number;
+  /** The request body, instead of a plain call with `messages` (e.g. a streamed one). */
+  body?: (model: string) => string;
+  /** Extra arguments of the upstream simulator (e.g. its streaming pace). */
+  simulatorArgs?: readonly string[];
+  /** Extra arguments of the bare proxy (e.g. `--stream`, `--connections N`). */
+  bareArgs?: readonly string[];
 }
 
 // ── simulator ────────────────────────────────────────────────────────────────
@@ -122,13 +123,14 @@ export async function startSimulator(
   cpu: string | undefined,
   dir: string,
   name = 'simulator',
+  extraArgs: readonly string[] = [],
 ): Promise<RunningProcess> {
   if (!existsSync(SIMULATOR_MAIN))
     throw new Error(`${SIMULATOR_MAIN} is missing: run \`npm run build\` first`);
   return startProcess({
     name,
     command: process.execPath,
-    args: [SIMULATOR_MAIN, '--host', '127.0.0.1', '--port', '0', '--latency-ms', '0'],
+    args: [SIMULATOR_MAIN, '--host', '127.0.0.1', '--port', '0', '--latency-ms', '0', ...extraArgs],
     env: baseEnv(),
     cpu,
     dir,
@@ -149,12 +151,16 @@ export function startSimulatorJanitor(simUrl: string): () => void {
   return () => clearInterval(timer);
 }
 
-function simRequest(simUrl: string, messages: readonly ChatMessage[]): RequestSpec {
+function bodyOf(ctx: TargetContext, model: string): string {
+  return ctx.body ? ctx.body(model) : chatBody(model, ctx.messages ?? TINY_MESSAGES);
+}
+
+function simRequest(simUrl: string, ctx: TargetContext): RequestSpec {
   return {
     url: `${simBaseUrl(simUrl)}/chat/completions`,
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${UPSTREAM_KEY}` },
-    body: chatBody(BENCH_PROVIDER.model, messages),
+    body: bodyOf(ctx, BENCH_PROVIDER.model),
   };
 }
 
@@ -174,7 +180,7 @@ async function withUpstream(
   ctx: TargetContext,
   start: (sim: RunningProcess) => Promise<Omit<RunningTarget, 'stop'>>,
 ): Promise<RunningTarget> {
-  const sim = await startSimulator(ctx.pinning.load, ctx.dir, 'upstream');
+  const sim = await startSimulator(ctx.pinning.load, ctx.dir, 'upstream', ctx.simulatorArgs);
   const stopJanitor = startSimulatorJanitor(sim.url);
   try {
     const target = await start(sim);
@@ -193,23 +199,12 @@ async function withUpstream(
   }
 }
 
-/** `NODE_OPTIONS` for a measured Node process: `ctx.nodeOptions` after any the environment gave. */
-function nodeOptionsEnv(ctx: TargetContext, env: Record<string, string> = {}): Record<string, string> {
-  if (!ctx.nodeOptions) return env;
-  return { ...env, NODE_OPTIONS: [env.NODE_OPTIONS, ctx.nodeOptions].filter(Boolean).join(' ') };
-}
-
-/** The wrapper of the measured process, with the longer start-up it needs. */
-function wrapOf(ctx: TargetContext): { wrap?: readonly string[]; timeoutMs?: number } {
-  return ctx.wrap ? { wrap: ctx.wrap, timeoutMs: 300_000 } : {};
-}
-
 // ── targets ──────────────────────────────────────────────────────────────────
 
 async function startSimTarget(ctx: TargetContext): Promise<RunningTarget> {
-  const sim = await startSimulator(ctx.pinning.target, ctx.dir, 'sim-target');
+  const sim = await startSimulator(ctx.pinning.target, ctx.dir, 'sim-target', ctx.simulatorArgs);
   const stopJanitor = startSimulatorJanitor(sim.url);
-  const request = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+  const request = simRequest(sim.url, ctx);
   try {
     await probe(request);
   } catch (err) {
@@ -235,13 +230,17 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
     const proxy = await startProcess({
       name: 'bare-proxy',
       command: process.execPath,
-      args: [join(BENCH_DIST, 'bare-proxy.js'), '--upstream', sim.url, '--connections', '64'],
-      env: baseEnv(nodeOptionsEnv(ctx)),
+      args: [
+        join(BENCH_DIST, 'bare-proxy.js'),
+        '--upstream',
+        sim.url,
+        ...(ctx.bareArgs ?? ['--connections', '64']),
+      ],
+      env: baseEnv(),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
-      ...wrapOf(ctx),
     });
-    const upstream = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+    const upstream = simRequest(sim.url, ctx);
     const request = { ...upstream, url: upstream.url.replace(sim.url, proxy.url) };
     try {
       await probe(request);
@@ -253,53 +252,43 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
   });
 }
 
-/** Seeds a database for Tollgate; returns the API keys the load should use (one or many). */
-export type Seeder = (databaseUrl: string) => Promise<string[]>;
-
 /**
  * `count` accounts, each with a large balance and one key, through the store API (as an operator's CLI
  * would); returns their keys.
  */
-export function seedAccounts(count: number): Seeder {
-  return async (databaseUrl) => {
-    const store = await openStore(databaseUrl);
-    try {
-      await store.migrate();
-      const keys: string[] = [];
-      for (let i = 0; i < count; i++) {
-        const created = await store.createAccount({
-          email: i === 0 ? 'bench@example.com' : `bench${i}@example.com`,
-          role: 'user',
-          passwordHash: null,
-        });
-        if (!created.ok) throw new Error(`could not create the benchmark account: ${created.reason}`);
-        await store.addCredit({
-          accountId: created.account.id,
-          amountNano: BENCH_CREDIT_NANO,
-          note: 'benchmark',
-        });
-        const key = await createKey(store, created.account.id, 'benchmark');
-        if (!key.ok) throw new Error(`could not create the benchmark key: ${key.message}`);
-        keys.push(key.secret);
-      }
-      return keys;
-    } finally {
-      await store.close();
+async function seedAccounts(databaseUrl: string, count: number): Promise<string[]> {
+  const store = await openStore(databaseUrl);
+  try {
+    await store.migrate();
+    const keys: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const created = await store.createAccount({
+        email: i === 0 ? 'bench@example.com' : `bench${i}@example.com`,
+        role: 'user',
+        passwordHash: null,
+      });
+      if (!created.ok) throw new Error(`could not create the benchmark account: ${created.reason}`);
+      await store.addCredit({
+        accountId: created.account.id,
+        amountNano: BENCH_CREDIT_NANO,
+        note: 'benchmark',
+      });
+      const key = await createKey(store, created.account.id, 'benchmark');
+      if (!key.ok) throw new Error(`could not create the benchmark key: ${key.message}`);
+      keys.push(key.secret);
     }
-  };
-}
-
-export interface TollgateOptions {
-  name: 'sqlite' | 'postgres';
-  databaseUrl: string;
-  seed?: Seeder;
-  /** Skip seeding: the database was prepared already and these keys exist. */
-  keys?: string[];
+    return keys;
+  } finally {
+    await store.close();
+  }
 }
 
 /** `bin/tollgate serve --json` pinned to the target CPU, every provider pointed at the upstream simulator. */
-export async function startTollgate(ctx: TargetContext, options: TollgateOptions): Promise<RunningTarget> {
-  const keys = options.keys ?? (await (options.seed ?? seedAccounts(ctx.accounts ?? 1))(options.databaseUrl));
+async function startTollgate(
+  ctx: TargetContext,
+  options: { name: 'sqlite' | 'postgres'; databaseUrl: string },
+): Promise<RunningTarget> {
+  const keys = await seedAccounts(options.databaseUrl, ctx.accounts ?? 1);
   return withUpstream(ctx, async (sim) => {
     const gateway = await startProcess({
       name: `tollgate-${options.name}`,
@@ -311,17 +300,16 @@ export async function startTollgate(ctx: TargetContext, options: TollgateOptions
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         ...providerEnv(sim.url),
-        ...nodeOptionsEnv(ctx, ctx.tollgateEnv),
+        ...ctx.tollgateEnv,
       }),
       cpu: ctx.pinning.target,
       dir: ctx.dir,
-      ...wrapOf(ctx),
     });
     const request: RequestSpec = {
       url: `${gateway.url}/api/v1/chat/completions`,
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${keys[0]}` },
-      body: chatBody(BENCH_PROVIDER.name, ctx.messages ?? TINY_MESSAGES),
+      body: bodyOf(ctx, BENCH_PROVIDER.name),
       ...(keys.length > 1 ? { authorizations: keys.map((k) => `Bearer ${k}`) } : {}),
     };
     try {
@@ -335,6 +323,7 @@ export async function startTollgate(ctx: TargetContext, options: TollgateOptions
       pid: gateway.pid,
       withDescendants: true,
       ...(options.name === 'postgres' ? { cpuCommand: 'postgres' } : {}),
+      databaseUrl: options.databaseUrl,
       request,
       process: gateway,
     };
@@ -358,7 +347,7 @@ export async function createPgDatabase(
     await admin.query(`CREATE DATABASE ${name}`);
   } catch (err) {
     throw new Unavailable(
-      `PostgreSQL at ${redact(adminUrl)}: ${err instanceof Error ? err.message : String(err)}`,
+      `PostgreSQL at ${redactUrlPassword(adminUrl)}: ${err instanceof Error ? err.message : String(err)}`,
     );
   } finally {
     await admin.end().catch(() => undefined);
@@ -380,16 +369,6 @@ export async function createPgDatabase(
   };
   const unregister = onCleanup(drop);
   return { url: url.toString(), drop };
-}
-
-function redact(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return '(invalid url)';
-  }
 }
 
 async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
@@ -459,7 +438,7 @@ async function startPortkeyTarget(ctx: TargetContext): Promise<RunningTarget> {
   return withUpstream(ctx, async (sim) => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    const upstream = simRequest(sim.url, ctx.messages ?? TINY_MESSAGES);
+    const upstream = simRequest(sim.url, ctx);
     const request: RequestSpec = {
       ...upstream,
       url: `${url}/v1/chat/completions`,

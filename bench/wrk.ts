@@ -1,6 +1,6 @@
 /**
  * The closed loop on wrk (https://github.com/wg/wrk, `apt-get install wrk`), the default generator when
- * installed. wrk is C with an event loop per thread and costs a fraction of autocannon's CPU per
+ * installed. wrk is C with an event loop per thread and costs a fraction of a Node client's CPU per
  * request; on 2 cores, where the load generator shares CPU 1 with the upstream simulator, that is the
  * difference between measuring the target and measuring CPU 1.
  *
@@ -18,7 +18,7 @@ import { spawn } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import type { RequestSpec } from './request-spec.js';
+import type { RequestSpec } from './raw-http.js';
 
 export interface WrkSummary {
   /** wrk's own measured duration, µs. */
