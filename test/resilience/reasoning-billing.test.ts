@@ -65,7 +65,7 @@ afterAll(async () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Time left to the gateway to read the events the upstream has written before the client leaves. */
-const PARSE_MS = 500;
+const PARSE_MS = 1000;
 
 async function waitFor<T>(read: () => T | Promise<T>, done: (value: T) => boolean, ms = 20_000): Promise<T> {
   const until = Date.now() + ms;
