@@ -1,5 +1,5 @@
 import { AUDIO_BYTES_PER_TOKEN } from '../billing/estimate.js';
-import type { ChoiceResult, UpstreamCallSpec } from '../providers/types.js';
+import type { ChoiceResult, ReasoningOutput, UpstreamCallSpec } from '../providers/types.js';
 import type { TokenCounter } from './token-counter.js';
 
 async function sum(counter: TokenCounter, texts: string[]): Promise<number> {
@@ -14,7 +14,8 @@ async function sum(counter: TokenCounter, texts: string[]): Promise<number> {
  * read (message text, tool calls and results, tool definitions and the response schema as JSON) plus
  * OpenAI's chat-format overhead (3 tokens per message and its role, 3 to prime the reply); images count
  * by the provider's bound, audio and files as the hold counts them. Counted off the event loop, within a
- * time bound past which UTF-8 bytes stand in (`TokenCounter`).
+ * time bound past which UTF-8 bytes stand in (`TokenCounter`); the caller caps the count at the hold's
+ * prompt bound.
  * https://github.com/openai/openai-cookbook/blob/main/examples/How_to_count_tokens_with_tiktoken.ipynb
  */
 export function countPromptTokens(
@@ -46,9 +47,20 @@ export function countPromptTokens(
   return sum(counter, texts).then((n) => n + fixed);
 }
 
-/** Counts what the choices wrote: their text, refusals and tool calls (off the event loop, bounded). */
+/**
+ * Opaque reasoning (thinking signatures, redacted or encrypted thinking: base64 of data the upstream does
+ * not show) counts one token per this many characters of it.
+ */
+export const OPAQUE_CHARS_PER_TOKEN = 4;
+
+/**
+ * Counts what an answer generated: its choices' text, refusals and tool calls, and the reasoning it
+ * carried apart — reasoning text as text, opaque reasoning by its size (`OPAQUE_CHARS_PER_TOKEN`). Off the
+ * event loop, bounded in time; the caller caps the count at what the call could generate.
+ */
 export function countCompletionTokens(
   choices: readonly ChoiceResult[],
+  reasoning: ReasoningOutput | undefined,
   counter: TokenCounter,
 ): Promise<number> {
   const texts: string[] = [];
@@ -57,5 +69,8 @@ export function countCompletionTokens(
     if (choice.refusal !== undefined) texts.push(choice.refusal);
     for (const call of choice.toolCalls) texts.push(call.name, call.arguments);
   }
-  return sum(counter, texts);
+  if (reasoning === undefined) return sum(counter, texts);
+  texts.push(...reasoning.texts);
+  const opaque = Math.ceil(reasoning.opaqueChars / OPAQUE_CHARS_PER_TOKEN);
+  return sum(counter, texts).then((n) => n + opaque);
 }

@@ -74,7 +74,10 @@ export interface StreamCut {
 export interface Served {
   provider: ProviderConfig;
   result: ChatResult;
+  /** The completion cap sent, per choice. */
   cap: number;
+  /** The hold's bound of the prompt's tokens on this provider: a counted prompt is never billed above it. */
+  promptBound: number;
   /** Request fields the upstream's wire format left out. */
   dropped: string[];
 }

@@ -279,10 +279,11 @@ export class Gateway {
           timeoutMs: Math.min(provider.timeoutMs, remaining),
         });
         const result = adapter.parseResponse(provider, response, upstreamRequest);
-        checkUsage(result, cap * req.n, promptTokenBound(plan.prompt, provider));
+        const promptBound = promptTokenBound(plan.prompt, provider);
+        checkUsage(result, cap * req.n, promptBound);
         observer?.upstreamAttempt(provider.name, 'ok', (performance.now() - started) / 1000);
         registry.health.recordSuccess(provider.name);
-        return { served: { provider, result, cap, dropped: httpRequest.dropped ?? [] } };
+        return { served: { provider, result, cap, promptBound, dropped: httpRequest.dropped ?? [] } };
       } catch (err) {
         noteFailedAttempt(this.deps, provider, err, started, false);
         lastFailure = { provider, error: err };
@@ -295,7 +296,9 @@ export class Gateway {
   /**
    * Charges the call and writes its usage row, from the upstream's usage (counted locally where it
    * reported none). A streamed answer that ended early (`cut`) is billed for what the upstream generated
-   * up to the end: its running count or, when higher, the tokens of what arrived — never more than the hold.
+   * up to the end: its running count or, when higher, the tokens of what arrived, reasoning included. A
+   * count is never above what the call could generate or read — the completion cap sent (per choice), the
+   * hold's prompt bound — so a counted call is never billed more than its hold.
    */
   async settle(
     ctx: RequestContext,
@@ -309,18 +312,22 @@ export class Gateway {
     const { tokenCounter } = this.deps;
     let estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
     const promptTokens =
-      usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens, tokenCounter));
+      usage.promptTokens ??
+      Math.min(await countPromptTokens(req, provider.imageTokens, tokenCounter), served.promptBound);
+    const counted = (): Promise<number> =>
+      countCompletionTokens(result.choices, result.reasoning, tokenCounter).then((n) =>
+        Math.min(n, served.cap * req.n),
+      );
     let completionTokens: number;
     if (cut === undefined) {
-      completionTokens =
-        usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter));
+      completionTokens = usage.completionTokens ?? (await counted());
     } else {
-      const counted = await countCompletionTokens(result.choices, tokenCounter);
-      completionTokens = Math.max(usage.completionTokens ?? 0, counted);
-      estimated = estimated || counted > (usage.completionTokens ?? 0);
+      const arrived = await counted();
+      completionTokens = Math.max(usage.completionTokens ?? 0, arrived);
+      estimated = estimated || arrived > (usage.completionTokens ?? 0);
     }
     const cost = callCost(provider, promptTokens, completionTokens);
-    if (cut !== undefined) withinHold(cost, hold.amountNano);
+    if (cut !== undefined || estimated) withinHold(cost, hold.amountNano);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;
     const completion: ChatCompletion = {

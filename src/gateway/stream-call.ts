@@ -48,10 +48,13 @@ interface Opened {
   cap: number;
   request: UpstreamChatRequest;
   dropped: string[];
+  /** The hold's bound of the prompt's tokens on this provider. */
+  promptBound: number;
   parser: StreamParser;
   /** The upstream's events still to read (none for an upstream that answered with one JSON body). */
   events: AsyncIterator<SseEvent> | undefined;
   close: () => void;
+  /** Empty only when the client left after the upstream's stream began but before its first delta. */
   first: StreamDelta[];
   /** A JSON answer (the upstream ignored `stream`): its usage and model, read whole. */
   whole?: ChatResult;
@@ -64,7 +67,8 @@ type Failure = { provider: ProviderConfig; error: UpstreamError };
  * over (under auto routing) only until an upstream has produced its first delta — nothing has reached the
  * client before that. Then the deltas are relayed as they come, at the client's pace, and the call is
  * settled when the stream ends: from the upstream's usage, or (no usage, a cut, the client gone) from the
- * tokens of what arrived, never above the hold.
+ * tokens of what arrived — reasoning included — never above the hold. A client that leaves after the
+ * upstream's stream began but before its first delta gets nothing, and the call is settled the same way.
  */
 export async function streamCall(
   gateway: CallSteps,
@@ -99,7 +103,7 @@ export async function streamCall(
     );
     throw error;
   }
-  return relay(gateway, deps, ctx, req, hold, plan, opened, sink);
+  return relay(gateway, deps, ctx, req, hold, opened, sink);
 }
 
 /** Tries the hold's candidates in order until one's stream carries a delta (or all have failed). */
@@ -131,13 +135,15 @@ async function openFirst(
     const adapter = adapterFor(provider.wireFormat);
     const started = performance.now();
     let stream: UpstreamEventStream | undefined;
-    // A client that leaves before the answer begins ends the upstream call too (nothing is charged then).
+    // A client that leaves before the first delta ends the upstream call too: nothing is charged when the
+    // upstream's stream had not begun, the prompt and the reasoning so far when it had.
     const abandon = new AbortController();
     sink.onClientGone(() => abandon.abort());
     try {
       const request: UpstreamChatRequest = { ...callSpec(req, provider), maxTokens: cap };
       const httpRequest = adapter.buildRequest(provider, request, { stream: true });
       const dropped = httpRequest.dropped ?? [];
+      const promptBound = promptTokenBound(plan.prompt, provider);
       const result = await upstream.openStream(httpRequest, {
         firstByteTimeoutMs: Math.min(provider.firstByteTimeoutMs, remaining),
         idleTimeoutMs: provider.streamIdleTimeoutMs,
@@ -154,6 +160,7 @@ async function openFirst(
           cap,
           request,
           dropped,
+          promptBound,
           parser: adapter.streamParser(provider, request),
           events: undefined,
           close: () => {},
@@ -164,12 +171,21 @@ async function openFirst(
         stream = result;
         const parser = adapter.streamParser(provider, request);
         const events = result.events[Symbol.asyncIterator]();
-        const first = await firstDeltas(parser, events);
-        opened = { provider, cap, request, dropped, parser, events, close: result.close, first };
+        const read = { events: 0 };
+        let first: StreamDelta[];
+        try {
+          first = await firstDeltas(parser, events, read);
+        } catch (err) {
+          // The upstream accepted the call and its answer began (its start, its reasoning) before the client
+          // left: it bills the prompt and what it generated, so the call is settled as any other hang-up.
+          if (!sink.clientGone || read.events === 0) throw err;
+          first = [];
+        }
+        opened = { provider, cap, request, dropped, promptBound, parser, events, close: result.close, first };
       }
       const seconds = (performance.now() - started) / 1000;
       observer?.upstreamAttempt(provider.name, 'ok', seconds);
-      observer?.streamStarted?.(provider.name, seconds);
+      if (opened.first.length > 0) observer?.streamStarted?.(provider.name, seconds);
       registry.health.recordSuccess(provider.name);
       return { opened };
     } catch (err) {
@@ -182,13 +198,21 @@ async function openFirst(
   return { lastFailure };
 }
 
-/** Reads events until one carries a delta; a stream that ends or fails first is the upstream's failure. */
-async function firstDeltas(parser: StreamParser, events: AsyncIterator<SseEvent>): Promise<StreamDelta[]> {
+/**
+ * Reads events until one carries a delta; a stream that ends or fails first is the upstream's failure.
+ * `read.events` counts the events read.
+ */
+async function firstDeltas(
+  parser: StreamParser,
+  events: AsyncIterator<SseEvent>,
+  read: { events: number },
+): Promise<StreamDelta[]> {
   for (;;) {
     const next = await events.next();
     if (next.done === true) {
       throw new UpstreamError('bad_response', 'upstream stream ended before any of the answer arrived');
     }
+    read.events += 1;
     const deltas = parser.event(next.value.data, next.value.name);
     if (deltas.length > 0) return deltas;
     if (parser.done()) throw new UpstreamError('bad_response', 'upstream stream ended with an empty answer');
@@ -224,7 +248,6 @@ async function relay(
   ctx: RequestContext,
   req: ChatRequest,
   hold: Hold,
-  plan: HoldPlanInput,
   opened: Opened,
   sink: StreamSink,
 ): Promise<StreamOutcome> {
@@ -263,8 +286,13 @@ async function relay(
   const completed = opened.whole !== undefined || parser.done();
   const usage: UpstreamUsage = opened.whole?.usage ?? parser.usage();
   const model = opened.whole?.model ?? parser.model();
-  const result: ChatResult = { choices: answer.choices(), usage, model };
-  const problem = usageProblem(result, opened.cap * req.n, promptTokenBound(plan.prompt, provider));
+  const result: ChatResult = {
+    choices: answer.choices(),
+    usage,
+    model,
+    reasoning: opened.whole === undefined ? parser.reasoning() : opened.whole.reasoning,
+  };
+  const problem = usageProblem(result, opened.cap * req.n, opened.promptBound);
   if (problem !== undefined) {
     deps.logger.warn(
       { provider: provider.name, problem },
@@ -314,12 +342,13 @@ async function relay(
       ctx,
       req,
       hold,
-      { provider, result, cap: opened.cap, dropped: opened.dropped },
+      { provider, result, cap: opened.cap, promptBound: opened.promptBound, dropped: opened.dropped },
       cut,
     );
   } finally {
-    // The stream has ended even when its settle fails (the store unavailable): no longer in flight.
-    deps.observer?.streamEnded?.(provider.name, ending);
+    // The stream has ended even when its settle fails (the store unavailable): no longer in flight. One
+    // whose client left before its first delta was never counted in flight.
+    if (opened.first.length > 0) deps.observer?.streamEnded?.(provider.name, ending);
   }
   return error === undefined ? { completion, ending } : { completion, ending, error };
 }

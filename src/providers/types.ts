@@ -192,12 +192,25 @@ export interface ChoiceResult {
   logprobs?: Record<string, unknown> | null;
 }
 
+/**
+ * What an answer generated that the caller does not see: the text of its reasoning (DeepSeek's
+ * `reasoning_content`, Claude's thinking, Gemini's thought summaries; one entry per block or choice), and
+ * the characters of opaque reasoning (thinking signatures, redacted or encrypted thinking). The upstream
+ * bills it as output: it is counted when the upstream reports no usage, or when the answer was cut.
+ */
+export interface ReasoningOutput {
+  texts: string[];
+  opaqueChars: number;
+}
+
 export interface ChatResult {
   /** At least one. */
   choices: ChoiceResult[];
   usage: UpstreamUsage;
   /** The model name the upstream says served the call, when it says one. */
   model: string | undefined;
+  /** Reasoning the answer carried apart from its choices; absent when it carried none. */
+  reasoning?: ReasoningOutput | undefined;
 }
 
 /** A fully built upstream HTTP request (always a JSON POST). */
@@ -306,6 +319,8 @@ export interface StreamParser {
   event(data: string, name: string | undefined): StreamDelta[];
   /** Usage as reported so far; a field the upstream has not reported is `undefined`, never 0. */
   usage(): UpstreamUsage;
+  /** The reasoning the stream has carried so far (none sent to the caller), or undefined for none. */
+  reasoning(): ReasoningOutput | undefined;
   /** The model the upstream says serves the call, once it has said. */
   model(): string | undefined;
   /** Whether the upstream has signalled the normal end of its answer (a later cut loses nothing). */

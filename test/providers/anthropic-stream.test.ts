@@ -70,6 +70,30 @@ describe('anthropic stream: text, thinking and usage', () => {
     expect(stream.done()).toBe(true);
   });
 
+  it('keeps the thinking apart, the same as the answer that is not streamed carries', () => {
+    const { stream, unstreamed } = playAgainstAnswer('anthropic-stream-text.txt', 'anthropic-message.json');
+    expect(unstreamed.reasoning?.texts).toEqual(['The user greets me; answer briefly.']);
+    expect(stream.reasoning()).toEqual(unstreamed.reasoning);
+  });
+
+  it('keeps thinking text, and signatures and redacted thinking by their size, as they arrive', () => {
+    const stream = parser();
+    feed(stream, [start(), blockStart(0, { type: 'thinking', thinking: 'Let', signature: '' })]);
+    expect(stream.reasoning()).toEqual({ texts: ['Let'], opaqueChars: 0 });
+    feed(stream, [
+      blockDelta(0, { type: 'thinking_delta', thinking: ' me think' }),
+      blockDelta(0, { type: 'signature_delta', signature: 'x'.repeat(40) }),
+      blockStop(0),
+      blockStart(1, { type: 'redacted_thinking', data: 'y'.repeat(100) }),
+      blockStop(1),
+      blockStart(2, { type: 'thinking', thinking: '', signature: '' }),
+      blockDelta(2, { type: 'thinking_delta', thinking: 'Again' }),
+    ]);
+    // The running output_tokens says nothing of it until message_delta.
+    expect(stream.usage().completionTokens).toBe(1);
+    expect(stream.reasoning()).toEqual({ texts: ['Let me think', 'Again'], opaqueChars: 140 });
+  });
+
   it('is done only at message_stop, with the usage of message_start until message_delta', () => {
     const events = fixtureEvents('anthropic-stream-text.txt');
     const stream = parser();

@@ -97,7 +97,7 @@ describe('anthropic adapter: reasoning_effort → thinking', () => {
 describe('anthropic adapter: thinking answers', () => {
   // The response shape of https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking
   // (a thinking block with its signature, a redacted_thinking block, then the text).
-  it('thinking and redacted_thinking blocks are not text; no separate reasoning count is reported', () => {
+  it('thinking and redacted_thinking blocks are not text but kept apart; no reasoning count is reported', () => {
     const result = anthropicAdapter.parseResponse(
       claude,
       httpResponse(200, fixture('anthropic-thinking.json')),
@@ -107,6 +107,8 @@ describe('anthropic adapter: thinking answers', () => {
       choices: [{ text: 'Based on my analysis...', toolCalls: [], finishReason: 'stop' }],
       usage: { promptTokens: 58, completionTokens: 2113, cachedPromptTokens: 0 },
       model: 'claude-sonnet-4-5-20250929',
+      // The thinking text, and the signature and redacted data by their size (what a count bills).
+      reasoning: { texts: ['Let me analyze this step by step...'], opaqueChars: 237 },
     });
     expect(result.usage.reasoningTokens).toBeUndefined();
   });

@@ -144,6 +144,7 @@ describe('anthropic adapter: recorded answers', () => {
       choices: [{ text: 'Hi! My name is Claude. How can I help?', toolCalls: [], finishReason: 'stop' }],
       usage: { promptTokens: 2095 + 100 + 1000, completionTokens: 503, cachedPromptTokens: 1000 },
       model: 'claude-sonnet-4-5-20250929',
+      reasoning: { texts: ['The user greets me; answer briefly.'], opaqueChars: 53 },
     });
   });
 

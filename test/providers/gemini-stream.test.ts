@@ -42,6 +42,26 @@ describe('gemini stream: text and usage', () => {
     expect(stream.done()).toBe(true);
   });
 
+  it('keeps thought summaries and signatures apart, the same as the answer that is not streamed', () => {
+    const { stream, unstreamed } = playAgainstAnswer(
+      'gemini-stream-text.txt',
+      'gemini-generate-content.json',
+    );
+    expect(stream.reasoning()).toEqual(unstreamed.reasoning);
+    const signed = parser();
+    feed(signed, [
+      sse(
+        response([
+          candidate([
+            { text: 'Hmm', thought: true },
+            { text: 'Hi', thoughtSignature: 'sig-1234' },
+          ]),
+        ]),
+      ),
+    ]);
+    expect(signed.reasoning()).toEqual({ texts: ['Hmm'], opaqueChars: 8 });
+  });
+
   it('keeps the latest (cumulative) usage and is done only once the candidate finished', () => {
     const events = fixtureEvents('gemini-stream-text.txt');
     const stream = parser();

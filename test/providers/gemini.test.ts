@@ -125,6 +125,7 @@ describe('gemini adapter: recorded answers', () => {
       choices: [{ text: 'Hello! How can I help you today?', toolCalls: [], finishReason: 'stop' }],
       usage: { promptTokens: 9, completionTokens: 10 + 1023, reasoningTokens: 1023 },
       model: 'gemini-2.5-flash',
+      reasoning: { texts: ['**Considering the greeting**\n\nThe user said hello.'], opaqueChars: 0 },
     });
   });
 

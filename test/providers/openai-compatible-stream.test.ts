@@ -73,6 +73,38 @@ describe('openai-compatible stream: text and usage', () => {
     expect(stream.done()).toBe(true);
   });
 
+  it('keeps the reasoning apart, streamed or not (DeepSeek reasoner)', () => {
+    const { stream, unstreamed } = playAgainstAnswer(
+      'openai-stream-deepseek-reasoner.txt',
+      'openai-deepseek-reasoner.json',
+    );
+    expect(unstreamed.reasoning?.texts[0]).toMatch(/^We are asked: .* offer assistance\.$/);
+    expect(stream.reasoning()).toEqual({
+      texts: [
+        'We are asked: "You are a helpful assistant" and the user says "Hi". I\'ll just greet the user.',
+      ],
+      opaqueChars: 0,
+    });
+  });
+
+  it('keeps reasoning_content (or else reasoning), thinking parts and encrypted details per choice', () => {
+    const stream = parser();
+    expect(stream.reasoning()).toBeUndefined();
+    const deltas = feed(stream, [
+      sse(chunk([delta({ reasoning_content: 'Deep', reasoning: 'Deep' })])),
+      sse(chunk([delta({ reasoning: 'Groq' }, null, 1)])),
+      sse(chunk([delta({ content: [{ type: 'thinking', thinking: [{ type: 'text', text: ' seek' }] }] })])),
+      sse(
+        chunk([
+          delta({ reasoning_details: [{ type: 'reasoning.encrypted', data: 'abcdefgh' }] }, null, 1),
+          delta({ content: 'Hi' }),
+        ]),
+      ),
+    ]);
+    expect(deltas).toEqual([{ type: 'text', choice: 0, text: 'Hi' }]);
+    expect(stream.reasoning()).toEqual({ texts: ['Deep seek', 'Groq'], opaqueChars: 8 });
+  });
+
   it('reads cached and reasoning token details of the usage chunk', () => {
     const stream = parser();
     feed(stream, [

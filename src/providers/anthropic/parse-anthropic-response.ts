@@ -1,4 +1,5 @@
 import { badResponse, isRecord } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import type {
   ChatResult,
   ChoiceResult,
@@ -23,7 +24,9 @@ import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
  *   JSON text, no tool call, finish reason `stop`;
  * - the finish reason is `mapAnthropicStopReason`'s; a `refusal` stop's `stop_details.explanation`, when
  *   given, is the choice's `refusal`;
- * - usage as `convertAnthropicUsage` reads it.
+ * - usage as `convertAnthropicUsage` reads it;
+ * - the thinking, apart (`reasoning`): the text of `thinking` blocks, and the size of their signatures and
+ *   of `redacted_thinking` data (what the upstream generated, counted when it reports no usage).
  *
  * @see https://docs.anthropic.com/en/api/messages#response-content
  * @see https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/implement-tool-use#handling-tool-use-and-tool-result-content-blocks
@@ -43,9 +46,14 @@ export function parseAnthropicResponse(
   let text = '';
   let json: string | undefined;
   const toolCalls: ToolCall[] = [];
-  for (const block of body.content as unknown[]) {
+  const thought = new ReasoningTally();
+  for (const [index, block] of (body.content as unknown[]).entries()) {
     if (!isRecord(block)) continue;
     if (block.type === 'text' && typeof block.text === 'string') text += block.text;
+    else if (block.type === 'thinking') {
+      thought.text(index, block.thinking);
+      thought.opaque(block.signature);
+    } else if (block.type === 'redacted_thinking') thought.opaque(block.data);
     else if (block.type === 'tool_use') {
       const call = readToolUse(block, response.status);
       if (jsonMode && call.name === JSON_OBJECT_TOOL_NAME) json ??= call.arguments;
@@ -58,11 +66,14 @@ export function parseAnthropicResponse(
   const choice: ChoiceResult = { text: json ?? (text === '' ? null : text), toolCalls, finishReason };
   const refusal = anthropicRefusalExplanation(body);
   if (refusal !== undefined) choice.refusal = refusal;
-  return {
+  const result: ChatResult = {
     choices: [choice],
     usage: convertAnthropicUsage(body.usage),
     model: typeof body.model === 'string' ? body.model : undefined,
   };
+  const reasoning = thought.output();
+  if (reasoning !== undefined) result.reasoning = reasoning;
+  return result;
 }
 
 function readToolUse(block: Record<string, unknown>, status: number): ToolCall {

@@ -1,7 +1,9 @@
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
 import type {
   ProviderConfig,
+  ReasoningOutput,
   StreamDelta,
   StreamParser,
   UpstreamChatRequest,
@@ -39,7 +41,10 @@ const OTHER: BlockRole = Object.freeze({ kind: 'other' });
  *   streamed as text, and its `tool_use` stop is `stop`. (The forced tool comes first: the model writes
  *   no text before it, which an answer that is not streamed would leave out);
  * - `thinking`, `redacted_thinking` and other blocks, and `thinking_delta`, `signature_delta` and
- *   `citations_delta`, are not part of the answer (thinking is billed through the usage);
+ *   `citations_delta`, are not part of the answer. Thinking is kept (`reasoning()`), as the upstream
+ *   bills it: the text of `thinking` blocks and `thinking_delta`s, and the size of signatures (the block's
+ *   and `signature_delta`s) and of `redacted_thinking` data — counted when the stream is cut, since the
+ *   running `output_tokens` stays at its start value until `message_delta`;
  * - `message_delta`: the stop reason (`mapAnthropicStopReason`), sent as the finish of choice 0, after
  *   the refusal explanation when there is one; its `usage` counts are cumulative and replace those of
  *   `message_start` (a count it leaves out or sends as `null` keeps the earlier one), read by
@@ -69,6 +74,7 @@ class AnthropicStreamParser implements StreamParser {
   private readonly blocks = new Map<number, BlockRole>();
   private toolCalls = 0;
   private jsonBlockSeen = false;
+  private readonly thought = new ReasoningTally();
 
   constructor(
     private readonly secret: string | undefined,
@@ -111,6 +117,10 @@ class AnthropicStreamParser implements StreamParser {
     return this.converted;
   }
 
+  reasoning(): ReasoningOutput | undefined {
+    return this.thought.output();
+  }
+
   model(): string | undefined {
     return this.modelName;
   }
@@ -139,6 +149,10 @@ class AnthropicStreamParser implements StreamParser {
     }
     if (block.type !== 'tool_use') {
       this.blocks.set(index, OTHER);
+      if (block.type === 'thinking') {
+        this.thought.text(index, block.thinking);
+        this.thought.opaque(block.signature);
+      } else if (block.type === 'redacted_thinking') this.thought.opaque(block.data);
       return;
     }
     if (this.jsonMode && block.name === JSON_OBJECT_TOOL_NAME) {
@@ -161,10 +175,13 @@ class AnthropicStreamParser implements StreamParser {
   }
 
   private blockDelta(event: Record<string, unknown>, deltas: StreamDelta[]): void {
-    const role = this.blocks.get(blockIndex(event));
+    const index = blockIndex(event);
+    const role = this.blocks.get(index);
     const { delta } = event;
     if (role === undefined || !isRecord(delta)) return;
-    if (delta.type === 'text_delta' && role.kind === 'text') {
+    if (delta.type === 'thinking_delta') this.thought.text(index, delta.thinking);
+    else if (delta.type === 'signature_delta') this.thought.opaque(delta.signature);
+    else if (delta.type === 'text_delta' && role.kind === 'text') {
       if (typeof delta.text === 'string' && delta.text !== '') {
         deltas.push({ type: 'text', choice: 0, text: delta.text });
       }

@@ -1,4 +1,5 @@
 import { badResponse, isRecord } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import type {
   ChatResult,
   ChoiceResult,
@@ -10,11 +11,12 @@ import { readSuccessBody } from '../upstream-failure-from-status.js';
 import { convertGeminiCandidate } from './convert-gemini-candidate.js';
 import { convertGeminiUsage } from './convert-gemini-usage.js';
 import { geminiErrorReader } from './gemini-error.js';
+import { readGeminiThought } from './read-gemini-thought.js';
 
 /**
  * Reads a Gemini `GenerateContentResponse`: one choice per candidate (`convertGeminiCandidate`), ordered
  * by the candidate's `index` (proto3 leaves out index 0: missing is 0), usage from `usageMetadata`, the
- * model from `modelVersion`. A prompt blocked before any candidate (`promptFeedback.blockReason`) is
+ * model from `modelVersion`, the thinking apart (`readGeminiThought`). A prompt blocked before any candidate (`promptFeedback.blockReason`) is
  * answered with empty, content-filtered choices, one per choice asked for; no candidate for any other
  * reason, or a candidate that is not an object, is unreadable.
  *
@@ -53,7 +55,17 @@ export function parseGeminiResponse(
       logprobs: request.logprobs,
     }),
   );
-  return { choices, usage, model };
+  const result: ChatResult = { choices, usage, model };
+  const thought = new ReasoningTally();
+  ordered.forEach((candidate, position) => {
+    const { content } = candidate;
+    if (isRecord(content) && Array.isArray(content.parts)) {
+      for (const part of content.parts as unknown[]) readGeminiThought(part, position, thought);
+    }
+  });
+  const reasoning = thought.output();
+  if (reasoning !== undefined) result.reasoning = reasoning;
+  return result;
 }
 
 function candidateIndex(candidate: Record<string, unknown>): number {

@@ -1,7 +1,9 @@
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
 import type {
   ProviderConfig,
+  ReasoningOutput,
   StreamDelta,
   StreamParser,
   UpstreamChatRequest,
@@ -12,6 +14,7 @@ import { convertGeminiUsage } from './convert-gemini-usage.js';
 import { geminiErrorReader } from './gemini-error.js';
 import { geminiChoiceFinishReason } from './map-gemini-finish-reason.js';
 import { readGeminiFunctionCall } from './read-gemini-function-call.js';
+import { readGeminiThought } from './read-gemini-thought.js';
 
 /** What the stream has said so far of one candidate. */
 interface CandidateState {
@@ -26,7 +29,8 @@ interface CandidateState {
  * Reads a Gemini `streamGenerateContent?alt=sse` stream: each event's data is a `GenerateContentResponse`
  * holding the next parts of each candidate (`candidates[].index` is the choice; proto3 leaves out 0), read
  * the way `convertGeminiCandidate` reads an answer:
- * - text parts are text, thought summaries (`thought: true`) are not;
+ * - text parts are text, thought summaries (`thought: true`) are not: they and thought signatures are
+ *   kept apart (`readGeminiThought`, `reasoning()`), counted when the upstream reports no usage or is cut;
  * - a `functionCall` part is a whole tool call in one delta (`readGeminiFunctionCall`: Gemini's id, or
  *   one generated from the part's position among all the candidate's parts so far), numbered 0, 1, 2… per
  *   candidate;
@@ -58,6 +62,7 @@ class GeminiStreamParser implements StreamParser {
   private modelName: string | undefined;
   private responseId: string | undefined;
   private readonly candidates = new Map<number, CandidateState>();
+  private readonly thought = new ReasoningTally();
 
   constructor(
     private readonly secret: string | undefined,
@@ -98,6 +103,10 @@ class GeminiStreamParser implements StreamParser {
     return this.converted;
   }
 
+  reasoning(): ReasoningOutput | undefined {
+    return this.thought.output();
+  }
+
   model(): string | undefined {
     return this.modelName;
   }
@@ -119,6 +128,7 @@ class GeminiStreamParser implements StreamParser {
       const position = state.parts;
       state.parts += 1;
       if (!isRecord(part)) continue;
+      readGeminiThought(part, choice, this.thought);
       if (part.functionCall !== undefined) {
         const call = readGeminiFunctionCall(part.functionCall, {
           responseId: this.responseId,

@@ -18,7 +18,7 @@ import { type ChoicePlace, readOpenAIToolCalls } from './read-openai-tool-calls.
  *   that says `stop` stays `stop`).
  *
  * Reasoning text some hosts add to the message (DeepSeek's `reasoning_content`, Groq's `reasoning`) is
- * not part of the answer and is not read.
+ * not part of the answer (the response reads it apart, with `readOpenAIReasoning`, for the bill).
  *
  * @see https://platform.openai.com/docs/api-reference/chat/object#chat/object-choices
  * @see https://platform.openai.com/docs/guides/structured-outputs#refusals

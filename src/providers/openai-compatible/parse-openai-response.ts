@@ -1,13 +1,16 @@
 import { badResponse, isRecord } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import type { ChatResult, ProviderConfig, UpstreamChatRequest, UpstreamHttpResponse } from '../types.js';
 import { readSuccessBody } from '../upstream-failure-from-status.js';
 import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { openaiErrorReader } from './openai-error.js';
 import { parseOpenAIChoice } from './parse-openai-choice.js';
+import { readOpenAIReasoning } from './read-openai-reasoning.js';
 
 /**
  * Reads an OpenAI-compatible chat completion: one choice per `choices[]` element, in the order of their
- * `index` (`parseOpenAIChoice`), the usage (`convertOpenAIUsage`) and the model that served the call. An
+ * `index` (`parseOpenAIChoice`), the usage (`convertOpenAIUsage`), the model that served the call, and the
+ * reasoning of the messages (`readOpenAIReasoning`), which is not part of the answer. An
  * answer with no choice at all cannot be read (`bad_response`, tried elsewhere).
  *
  * @see https://platform.openai.com/docs/api-reference/chat/object
@@ -25,13 +28,21 @@ export function parseOpenAIResponse(
   const logprobsRequested = request.logprobs !== undefined;
   const responseId = typeof body.id === 'string' ? body.id : undefined;
   const turn = request.messages.length;
-  return {
-    choices: inIndexOrder(choices as unknown[]).map((choice, position) =>
+  const ordered = inIndexOrder(choices as unknown[]);
+  const result: ChatResult = {
+    choices: ordered.map((choice, position) =>
       parseOpenAIChoice(choice, { responseId, turn, choice: position }, logprobsRequested, response.status),
     ),
     usage: convertOpenAIUsage(body.usage),
     model: typeof body.model === 'string' ? body.model : undefined,
   };
+  const thought = new ReasoningTally();
+  ordered.forEach((choice, position) => {
+    if (isRecord(choice)) readOpenAIReasoning(choice.message, position, thought);
+  });
+  const reasoning = thought.output();
+  if (reasoning !== undefined) result.reasoning = reasoning;
+  return result;
 }
 
 /**

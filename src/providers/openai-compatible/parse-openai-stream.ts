@@ -1,7 +1,9 @@
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
+import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
 import type {
   ProviderConfig,
+  ReasoningOutput,
   StreamDelta,
   StreamParser,
   UpstreamChatRequest,
@@ -10,13 +12,16 @@ import type {
 import { convertOpenAIUsage } from './convert-openai-usage.js';
 import { openaiErrorReader } from './openai-error.js';
 import { OpenAIStreamChoice } from './openai-stream-choice.js';
+import { readOpenAIReasoning } from './read-openai-reasoning.js';
 
 /**
  * Reads an OpenAI-compatible stream (`stream: true`): each event's data is a `chat.completion.chunk`,
  * whose `choices[]` elements (told apart by `index`) become deltas through `OpenAIStreamChoice`; `usage`
  * (sent, as asked with `stream_options.include_usage`, in a last chunk whose `choices` is empty; `null` in
  * the others; Groq's `x_groq.usage` where `usage` is absent) is read by `convertOpenAIUsage`, the latest
- * kept; `model` names the model. `data: [DONE]` ends the stream, and anything after it is ignored.
+ * kept; `model` names the model. `data: [DONE]` ends the stream, and anything after it is ignored. The
+ * reasoning in a choice's delta (`readOpenAIReasoning`) is not sent on but kept (`reasoning()`): the
+ * upstream generated it, and it is counted when the upstream reports no usage or the stream is cut.
  *
  * A chunk with an `error` (some hosts report a failure mid-stream that way), or an event named `error`, is
  * thrown as `streamedFailure`. An event that is not a JSON object cannot be read (`bad_response`).
@@ -42,6 +47,7 @@ class OpenAIStreamParser implements StreamParser {
   private modelName: string | undefined;
   private responseId: string | undefined;
   private readonly choices = new Map<number, OpenAIStreamChoice>();
+  private readonly thought = new ReasoningTally();
 
   constructor(
     private readonly secret: string | undefined,
@@ -87,12 +93,17 @@ class OpenAIStreamParser implements StreamParser {
         this.choices.set(index, state);
       }
       state.read(choice, place, deltas);
+      readOpenAIReasoning(choice.delta, index, this.thought);
     }
     return deltas;
   }
 
   usage(): UpstreamUsage {
     return this.reported;
+  }
+
+  reasoning(): ReasoningOutput | undefined {
+    return this.thought.output();
   }
 
   model(): string | undefined {
