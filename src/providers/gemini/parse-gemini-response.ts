@@ -1,3 +1,4 @@
+import { indexWithin } from '../answer-index.js';
 import { badResponse, isRecord } from '../json-value.js';
 import type {
   ChatResult,
@@ -13,7 +14,8 @@ import { geminiErrorReader } from './gemini-error.js';
 
 /**
  * Reads a Gemini `GenerateContentResponse`: one choice per candidate (`convertGeminiCandidate`), ordered
- * by the candidate's `index` (proto3 leaves out index 0: missing is 0), usage from `usageMetadata`, the
+ * by the candidate's `index` (proto3 leaves out index 0: missing is 0; one at or beyond the `n` asked for
+ * is the upstream's fault, `indexWithin`), usage from `usageMetadata`, the
  * model from `modelVersion`. A prompt blocked before any candidate (`promptFeedback.blockReason`) is
  * answered with empty, content-filtered choices, one per choice asked for; no candidate for any other
  * reason, or a candidate that is not an object, is unreadable.
@@ -38,11 +40,12 @@ export function parseGeminiResponse(
     throw badResponse('upstream answer has no candidates', response.status);
   }
   const records = candidates.map((candidate, i) => {
-    if (isRecord(candidate)) return candidate;
-    throw badResponse(`upstream candidates[${i}] is not an object`, response.status);
+    if (!isRecord(candidate))
+      throw badResponse(`upstream candidates[${i}] is not an object`, response.status);
+    return { candidate, index: indexWithin(candidate.index, 0, request.n, 'candidate') };
   });
   // `sort` is stable: candidates without an index keep the order Gemini sent them in.
-  const ordered = [...records].sort((a, b) => candidateIndex(a) - candidateIndex(b));
+  const ordered = records.sort((a, b) => a.index - b.index).map(({ candidate }) => candidate);
   const responseId = typeof body.responseId === 'string' ? body.responseId : undefined;
   const choices = ordered.map((candidate, position) =>
     convertGeminiCandidate(candidate, {
@@ -54,10 +57,6 @@ export function parseGeminiResponse(
     }),
   );
   return { choices, usage, model };
-}
-
-function candidateIndex(candidate: Record<string, unknown>): number {
-  return typeof candidate.index === 'number' ? candidate.index : 0;
 }
 
 function blockedChoices(request: UpstreamChatRequest): ChoiceResult[] {
