@@ -14,7 +14,7 @@ import type {
 import { UpstreamError } from '../providers/types.js';
 import type { UpstreamEventStream } from '../providers/upstream-stream-call.js';
 import type { UsageRecord } from '../store/types.js';
-import { callSpec, noteFailedAttempt, usageProblem } from './call-spec.js';
+import { callSpec, noteFailedAttempt, promptBeyondBound, usageProblem } from './call-spec.js';
 import type { GatewayDeps, Served, StreamCut } from './deps.js';
 import { StreamAnswer } from './stream-answer.js';
 import type { ChatCompletion, ChatRequest, RequestContext, StreamOutcome, StreamSink } from './types.js';
@@ -264,13 +264,20 @@ async function relay(
   const usage: UpstreamUsage = opened.whole?.usage ?? parser.usage();
   const model = opened.whole?.model ?? parser.model();
   const result: ChatResult = { choices: answer.choices(), usage, model };
-  const problem = usageProblem(result, opened.cap * req.n, promptTokenBound(plan.prompt, provider));
+  const problem = usageProblem(result, opened.cap * req.n);
   if (problem !== undefined) {
     deps.logger.warn(
       { provider: provider.name, problem },
       'upstream stream reported implausible usage; counted instead',
     );
     result.usage = { promptTokens: undefined, completionTokens: undefined };
+  }
+  const atMostHold = promptBeyondBound(result, promptTokenBound(plan.prompt, provider));
+  if (atMostHold) {
+    deps.logger.warn(
+      { provider: provider.name, promptTokens: result.usage.promptTokens },
+      'upstream stream reported a prompt beyond the request bound; charged at most the hold',
+    );
   }
   let cut: StreamCut | undefined;
   let error: GatewayError | undefined;
@@ -314,7 +321,7 @@ async function relay(
       ctx,
       req,
       hold,
-      { provider, result, cap: opened.cap, dropped: opened.dropped },
+      { provider, result, cap: opened.cap, dropped: opened.dropped, atMostHold },
       cut,
     );
   } finally {
