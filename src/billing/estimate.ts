@@ -6,6 +6,7 @@ import type {
   ResponseFormat,
   ToolDefinition,
 } from '../providers/types.js';
+import { isPdf, pdfPageBound, UNCOUNTED_PDF_PAGES } from './pdf-pages.js';
 
 /** Chat-template overhead upstreams count beyond the text (docs/api.md, "Holds"). */
 export const TOKENS_PER_MESSAGE = 8;
@@ -19,6 +20,12 @@ export const TOKENS_FOR_TOOLS = 512;
 export const TOKENS_PER_TOOL_ITEM = 16;
 /** Audio counts one token per started 16 bytes of its decoded size (docs/api.md, "Holds"). */
 export const AUDIO_BYTES_PER_TOKEN = 16;
+/**
+ * The text of one PDF page beyond what the file's bytes bound (a page's text is compressed in its bytes):
+ * the top of Anthropic's documented 1,500–3,000 tokens a page. Each page is also read as an image, counted
+ * by the provider's image bound (docs/api.md, "Billing").
+ */
+export const PDF_TEXT_TOKENS_PER_PAGE = 3_000;
 
 /**
  * What a prompt will cost at most, in two parts: `tokens` (text, tools, tool calls and results, audio,
@@ -35,6 +42,22 @@ function base64Bytes(data: string): number {
   return Math.ceil((data.length * 3) / 4);
 }
 
+/**
+ * What a file part may cost, in O(bytes) without parsing it beyond a scan: its decoded bytes (text is at
+ * least a byte a token) plus, for a PDF, every page (`pdfPageBound`) as `PDF_TEXT_TOKENS_PER_PAGE` of text
+ * and one image — upstreams read a PDF's pages as text and as images; for any other file, one image. A
+ * file the gateway cannot see (sent by id) counts as a PDF of `UNCOUNTED_PDF_PAGES` pages.
+ */
+export function fileSize(part: Extract<ContentPart, { type: 'file' }>): PromptSize {
+  if (part.data === undefined) {
+    return { tokens: UNCOUNTED_PDF_PAGES * PDF_TEXT_TOKENS_PER_PAGE, images: UNCOUNTED_PDF_PAGES };
+  }
+  const bytes = Buffer.from(part.data, 'base64');
+  if (!isPdf(part.mediaType, bytes)) return { tokens: bytes.length, images: 1 };
+  const pages = pdfPageBound(bytes);
+  return { tokens: bytes.length + pages * PDF_TEXT_TOKENS_PER_PAGE, images: pages };
+}
+
 function partTokens(part: ContentPart): { tokens: number; images: number } {
   switch (part.type) {
     case 'text':
@@ -44,9 +67,7 @@ function partTokens(part: ContentPart): { tokens: number; images: number } {
     case 'audio':
       return { tokens: Math.ceil(base64Bytes(part.data) / AUDIO_BYTES_PER_TOKEN), images: 0 };
     case 'file':
-      // A document's text is at most its bytes; its pages may also be read as images (one bound each is
-      // not knowable without parsing it: one image is counted).
-      return { tokens: part.data === undefined ? 0 : base64Bytes(part.data), images: 1 };
+      return fileSize(part);
   }
 }
 

@@ -26,18 +26,25 @@ export function callSpec(req: ChatRequest, provider: ProviderConfig): UpstreamCa
 }
 
 /**
- * An upstream that reports more completion tokens than the cap it was sent, or a prompt far beyond what
- * the request could contain, is answering garbage: what is wrong with its usage, or undefined.
+ * An upstream that reports more completion tokens than the cap it was sent is answering garbage: what is
+ * wrong with its usage, or undefined.
  */
-export function usageProblem(result: ChatResult, cap: number, promptBound: number): string | undefined {
-  const { promptTokens, completionTokens } = result.usage;
+export function usageProblem(result: ChatResult, cap: number): string | undefined {
+  const { completionTokens } = result.usage;
   if (completionTokens !== undefined && completionTokens > cap) {
     return `upstream reported ${completionTokens} completion tokens above the cap ${cap}`;
   }
-  if (promptTokens !== undefined && !promptTokensPlausible(promptTokens, promptBound)) {
-    return `upstream reported an implausible prompt token count ${promptTokens}`;
-  }
   return undefined;
+}
+
+/**
+ * Whether an upstream reports a prompt far beyond what the request could contain (`promptBound`, the
+ * hold's count). It did read the prompt and bills what it reports, so the call is served and charged all
+ * the same — never a failure at $0 for work done — but at most what was held (docs/api.md, "Billing").
+ */
+export function promptBeyondBound(result: ChatResult, promptBound: number): boolean {
+  const { promptTokens } = result.usage;
+  return promptTokens !== undefined && !promptTokensPlausible(promptTokens, promptBound);
 }
 
 /**

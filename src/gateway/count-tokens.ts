@@ -1,4 +1,4 @@
-import { AUDIO_BYTES_PER_TOKEN } from '../billing/estimate.js';
+import { AUDIO_BYTES_PER_TOKEN, fileSize } from '../billing/estimate.js';
 import type { ChoiceResult, ReasoningOutput, UpstreamCallSpec } from '../providers/types.js';
 import type { TokenCounter } from './token-counter.js';
 
@@ -34,7 +34,10 @@ export function countPromptTokens(
         else if (part.type === 'image') fixed += imageTokens;
         else if (part.type === 'audio')
           fixed += Math.ceil((part.data.length * 3) / 4 / AUDIO_BYTES_PER_TOKEN);
-        else if (part.data !== undefined) fixed += Math.ceil((part.data.length * 3) / 4) + imageTokens;
+        else {
+          const file = fileSize(part);
+          fixed += file.tokens + file.images * imageTokens;
+        }
       }
     }
     if (m.role === 'assistant') {

@@ -80,4 +80,6 @@ export interface Served {
   promptBound: number;
   /** Request fields the upstream's wire format left out. */
   dropped: string[];
+  /** The upstream reported a prompt beyond the request's bound (`promptBeyondBound`): charge at most the hold. */
+  atMostHold?: boolean;
 }

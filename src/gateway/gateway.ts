@@ -6,7 +6,7 @@ import { isProviderName, UpstreamError } from '../providers/types.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import { resolveRoute } from '../routing/resolve-route.js';
 import type { SettleResult, UsageRecord } from '../store/types.js';
-import { callSpec, noteFailedAttempt, usageProblem } from './call-spec.js';
+import { callSpec, noteFailedAttempt, promptBeyondBound, usageProblem } from './call-spec.js';
 import { countCompletionTokens, countPromptTokens } from './count-tokens.js';
 import { type GatewayDeps, IDEMPOTENCY_TTL_MS, type Served, type StreamCut } from './deps.js';
 import { deltasOf, streamCall } from './stream-call.js';
@@ -279,11 +279,19 @@ export class Gateway {
           timeoutMs: Math.min(provider.timeoutMs, remaining),
         });
         const result = adapter.parseResponse(provider, response, upstreamRequest);
-        const promptBound = promptTokenBound(plan.prompt, provider);
-        checkUsage(result, cap * req.n, promptBound);
+        checkUsage(result, cap * req.n);
         observer?.upstreamAttempt(provider.name, 'ok', (performance.now() - started) / 1000);
         registry.health.recordSuccess(provider.name);
-        return { served: { provider, result, cap, promptBound, dropped: httpRequest.dropped ?? [] } };
+        const promptBound = promptTokenBound(plan.prompt, provider);
+        const served: Served = { provider, result, cap, promptBound, dropped: httpRequest.dropped ?? [] };
+        if (promptBeyondBound(result, promptBound)) {
+          served.atMostHold = true;
+          this.deps.logger.warn(
+            { provider: provider.name, promptTokens: result.usage.promptTokens },
+            'upstream reported a prompt beyond the request bound; charged at most the hold',
+          );
+        }
+        return { served };
       } catch (err) {
         noteFailedAttempt(this.deps, provider, err, started, false);
         lastFailure = { provider, error: err };
@@ -327,7 +335,7 @@ export class Gateway {
       estimated = estimated || arrived > (usage.completionTokens ?? 0);
     }
     const cost = callCost(provider, promptTokens, completionTokens);
-    if (cut !== undefined || estimated) withinHold(cost, hold.amountNano);
+    if (cut !== undefined || estimated || served.atMostHold === true) withinHold(cost, hold.amountNano);
     const durationMs = Math.max(0, Math.round(this.now() - ctx.startedAt));
     const model = result.model ?? provider.model;
     const completion: ChatCompletion = {
@@ -441,8 +449,8 @@ export class Gateway {
 }
 
 /** A plain answer with implausible usage is treated as unreadable (no charge; failover may follow). */
-function checkUsage(result: ChatResult, cap: number, promptBound: number): void {
-  const problem = usageProblem(result, cap, promptBound);
+function checkUsage(result: ChatResult, cap: number): void {
+  const problem = usageProblem(result, cap);
   if (problem !== undefined) throw new UpstreamError('bad_response', problem);
 }
 

@@ -14,7 +14,7 @@ import type {
 import { UpstreamError } from '../providers/types.js';
 import type { UpstreamEventStream } from '../providers/upstream-stream-call.js';
 import type { UsageRecord } from '../store/types.js';
-import { callSpec, noteFailedAttempt, usageProblem } from './call-spec.js';
+import { callSpec, noteFailedAttempt, promptBeyondBound, usageProblem } from './call-spec.js';
 import type { GatewayDeps, Served, StreamCut } from './deps.js';
 import { StreamAnswer } from './stream-answer.js';
 import type { ChatCompletion, ChatRequest, RequestContext, StreamOutcome, StreamSink } from './types.js';
@@ -292,13 +292,20 @@ async function relay(
     model,
     reasoning: opened.whole === undefined ? parser.reasoning() : opened.whole.reasoning,
   };
-  const problem = usageProblem(result, opened.cap * req.n, opened.promptBound);
+  const problem = usageProblem(result, opened.cap * req.n);
   if (problem !== undefined) {
     deps.logger.warn(
       { provider: provider.name, problem },
       'upstream stream reported implausible usage; counted instead',
     );
     result.usage = { promptTokens: undefined, completionTokens: undefined };
+  }
+  const atMostHold = promptBeyondBound(result, opened.promptBound);
+  if (atMostHold) {
+    deps.logger.warn(
+      { provider: provider.name, promptTokens: result.usage.promptTokens },
+      'upstream stream reported a prompt beyond the request bound; charged at most the hold',
+    );
   }
   let cut: StreamCut | undefined;
   let error: GatewayError | undefined;
@@ -342,7 +349,14 @@ async function relay(
       ctx,
       req,
       hold,
-      { provider, result, cap: opened.cap, promptBound: opened.promptBound, dropped: opened.dropped },
+      {
+        provider,
+        result,
+        cap: opened.cap,
+        promptBound: opened.promptBound,
+        dropped: opened.dropped,
+        atMostHold,
+      },
       cut,
     );
   } finally {

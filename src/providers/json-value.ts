@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
 import { UpstreamError } from './types.js';
 
 /** A JSON object (not null, not an array): the only shape an upstream completion body can have. */
@@ -8,6 +9,18 @@ export function isRecord(value: unknown): value is Record<string, unknown> {
 /** The `UpstreamError` for a 2xx answer that cannot be read as a completion (retryable: try elsewhere). */
 export function badResponse(message: string, status?: number): UpstreamError {
   return new UpstreamError('bad_response', message, status === undefined ? {} : { status });
+}
+
+/**
+ * Throws `bad_response` for a value an upstream sent nested deeper than `MAX_JSON_DEPTH` (the bound of a
+ * client's body too): no answer needs more, and the recursive work an answer meets later (`JSON.stringify`
+ * of a tool call's arguments, of log probabilities, of the whole answer) would overflow the stack on one
+ * nested thousands of levels deep. Checked once, where each body or event is parsed.
+ */
+export function checkDepth(value: unknown, what: string, status?: number): void {
+  if (nestsDeeperThan(value, MAX_JSON_DEPTH)) {
+    throw badResponse(`upstream sent ${what} nested more than ${MAX_JSON_DEPTH} levels deep`, status);
+  }
 }
 
 /**
@@ -34,8 +47,8 @@ export function sumReported(...counts: (number | undefined)[]): number | undefin
 }
 
 /**
- * The JSON object one event of an upstream's stream carries. Text that is not JSON, or JSON that is not
- * an object, cannot be read (`bad_response`).
+ * The JSON object one event of an upstream's stream carries. Text that is not JSON, JSON that is not
+ * an object, or an object nested too deep (`checkDepth`) cannot be read (`bad_response`).
  */
 export function parseEventObject(data: string): Record<string, unknown> {
   let value: unknown;
@@ -45,5 +58,6 @@ export function parseEventObject(data: string): Record<string, unknown> {
     throw badResponse('upstream sent a stream event that is not JSON');
   }
   if (!isRecord(value)) throw badResponse('upstream sent a stream event that is not a JSON object');
+  checkDepth(value, 'a stream event');
   return value;
 }

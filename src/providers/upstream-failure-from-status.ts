@@ -1,4 +1,4 @@
-import { badResponse, isRecord } from './json-value.js';
+import { badResponse, checkDepth, isRecord } from './json-value.js';
 import { parseRetryAfterMs } from './retry-after.js';
 import { UpstreamError, type UpstreamFailureKind, type UpstreamHttpResponse } from './types.js';
 
@@ -69,7 +69,8 @@ export function upstreamFailureFromStatus(
 
 /**
  * The first step of every adapter's `parseResponse`: a non-2xx answer throws its `UpstreamError`; a 2xx
- * whose body is not a JSON object throws `bad_response`; otherwise the parsed body is returned.
+ * whose body is not a JSON object, or is one nested too deep (`checkDepth`), throws `bad_response`;
+ * otherwise the parsed body is returned.
  */
 export function readSuccessBody(
   response: UpstreamHttpResponse,
@@ -86,6 +87,7 @@ export function readSuccessBody(
       response.status,
     );
   }
+  checkDepth(body, 'an answer', response.status);
   return body;
 }
 

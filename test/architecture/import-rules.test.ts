@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 
 /**
  * Which folders of `src/` each folder may import. Every folder may also import the files at the root of
- * `src/` (errors.ts, random.ts, redact-url.ts, version.ts), which import no folder — except `runtime/`,
+ * `src/` (errors.ts, json-depth.ts, random.ts, redact-url.ts, version.ts), which import no folder — except `runtime/`,
  * which imports nothing of the project at all: bin/tollgate loads it before any other module.
  * The table must stay a DAG; config/ sits on money/ and providers/ only, which import no folder.
  */

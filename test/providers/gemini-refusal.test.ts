@@ -147,7 +147,8 @@ describe('gemini refusal', () => {
         }),
       ).toEqual({
         param: 'messages[1].tool_calls[1].function.arguments',
-        message: 'Gemini takes the arguments of a past tool call as a JSON object only.',
+        message:
+          'Gemini takes the arguments of a past tool call as a JSON object only, nested at most 64 levels.',
       });
     }
   });

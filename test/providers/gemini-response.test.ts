@@ -209,7 +209,7 @@ describe('gemini response: logprobs', () => {
     });
     expect(parse(fixture('gemini-logprobs.json')).choices[0]).not.toHaveProperty('logprobs');
     expect(
-      parse(fixture('gemini-two-candidates.json'), { logprobs: { top: 1 } }).choices[0]?.logprobs,
+      parse(fixture('gemini-two-candidates.json'), { n: 2, logprobs: { top: 1 } }).choices[0]?.logprobs,
     ).toBeNull();
   });
 

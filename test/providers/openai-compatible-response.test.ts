@@ -104,6 +104,7 @@ describe('openai-compatible answer: tool calls', () => {
           1,
         ),
       ),
+      chatRequest({ n: 2 }),
     );
     const ids = result.choices.flatMap((c) => c.toolCalls.map((call) => call.id));
     expect(ids).toHaveLength(5);
@@ -205,12 +206,12 @@ describe('openai-compatible answer: choices', () => {
   it('keeps the list order of choices without an index', () => {
     const a = { message: { content: 'a' }, finish_reason: 'stop' };
     const b = { message: { content: 'b' }, finish_reason: 'stop' };
-    expect(parse(completion(a, b)).choices.map((c) => c.text)).toEqual(['a', 'b']);
+    expect(parse(completion(a, b), chatRequest({ n: 2 })).choices.map((c) => c.text)).toEqual(['a', 'b']);
   });
 
   it('cannot read an answer one of whose choices has no message', () => {
     const error = catchError(() =>
-      parse(completion(choice({ content: 'a' }), { index: 1, finish_reason: 'stop' })),
+      parse(completion(choice({ content: 'a' }), { index: 1, finish_reason: 'stop' }), chatRequest({ n: 2 })),
     );
     expect(error.kind).toBe('bad_response');
     expect(error.message).toContain('choices[1]');

@@ -88,7 +88,7 @@ describe('openai-compatible stream: text and usage', () => {
   });
 
   it('keeps reasoning_content (or else reasoning), thinking parts and encrypted details per choice', () => {
-    const stream = parser();
+    const stream = parser(chatRequest({ n: 2 }));
     expect(stream.reasoning()).toBeUndefined();
     const deltas = feed(stream, [
       sse(chunk([delta({ reasoning_content: 'Deep', reasoning: 'Deep' })])),

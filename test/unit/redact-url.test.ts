@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/http/json-depth.js';
 import { redactUrl } from '../../src/http/redact-url.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../src/json-depth.js';
 
 describe('redactUrl: no secret of a query string reaches the log', () => {
   it.each([

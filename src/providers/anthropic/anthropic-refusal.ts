@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from '../../json-depth.js';
 import { toolArgumentsObject } from '../tool-arguments.js';
 import {
   type ChatMessage,
@@ -81,7 +82,7 @@ function messageRefusal(messages: readonly ChatMessage[]): Refusal | undefined {
         if (toolArgumentsObject(call.arguments) === undefined) {
           return refuse(
             `messages[${i}].tool_calls[${j}].function.arguments`,
-            'takes a tool call only with arguments that are a JSON object',
+            `takes a tool call only with arguments that are a JSON object, nested at most ${MAX_JSON_DEPTH} levels`,
           );
         }
       }

@@ -1,3 +1,4 @@
+import { indexWithin, MAX_CONTENT_BLOCKS } from '../answer-index.js';
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
 import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
@@ -233,10 +234,9 @@ class AnthropicStreamParser implements StreamParser {
   }
 }
 
+/** A content block event's `index`: required, and below `MAX_CONTENT_BLOCKS`. */
 function blockIndex(event: Record<string, unknown>): number {
   const { index } = event;
-  if (typeof index !== 'number' || !Number.isSafeInteger(index)) {
-    throw badResponse('upstream content block event has no index');
-  }
-  return index;
+  if (index === undefined || index === null) throw badResponse('upstream content block event has no index');
+  return indexWithin(index, 0, MAX_CONTENT_BLOCKS, 'content block');
 }

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH } from '../../json-depth.js';
 import { toolArgumentsObject } from '../tool-arguments.js';
 import {
   type ChatMessage,
@@ -69,7 +70,7 @@ function messageRefusal(message: ChatMessage, i: number): Refusal | undefined {
       if (toolArgumentsObject(call.arguments) === undefined) {
         return {
           param: `messages[${i}].tool_calls[${j}].function.arguments`,
-          message: 'Gemini takes the arguments of a past tool call as a JSON object only.',
+          message: `Gemini takes the arguments of a past tool call as a JSON object only, nested at most ${MAX_JSON_DEPTH} levels.`,
         };
       }
     }

@@ -1,3 +1,4 @@
+import { indexWithin } from '../answer-index.js';
 import { badResponse, isRecord } from '../json-value.js';
 import { ReasoningTally } from '../reasoning-tally.js';
 import type {
@@ -15,8 +16,9 @@ import { readGeminiThought } from './read-gemini-thought.js';
 
 /**
  * Reads a Gemini `GenerateContentResponse`: one choice per candidate (`convertGeminiCandidate`), ordered
- * by the candidate's `index` (proto3 leaves out index 0: missing is 0), usage from `usageMetadata`, the
- * model from `modelVersion`, the thinking apart (`readGeminiThought`). A prompt blocked before any candidate (`promptFeedback.blockReason`) is
+ * by the candidate's `index` (proto3 leaves out index 0: missing is 0; one at or beyond the `n` asked for
+ * is the upstream's fault, `indexWithin`), usage from `usageMetadata`, the model from `modelVersion`, the
+ * thinking apart (`readGeminiThought`). A prompt blocked before any candidate (`promptFeedback.blockReason`) is
  * answered with empty, content-filtered choices, one per choice asked for; no candidate for any other
  * reason, or a candidate that is not an object, is unreadable.
  *
@@ -40,11 +42,12 @@ export function parseGeminiResponse(
     throw badResponse('upstream answer has no candidates', response.status);
   }
   const records = candidates.map((candidate, i) => {
-    if (isRecord(candidate)) return candidate;
-    throw badResponse(`upstream candidates[${i}] is not an object`, response.status);
+    if (!isRecord(candidate))
+      throw badResponse(`upstream candidates[${i}] is not an object`, response.status);
+    return { candidate, index: indexWithin(candidate.index, 0, request.n, 'candidate') };
   });
   // `sort` is stable: candidates without an index keep the order Gemini sent them in.
-  const ordered = [...records].sort((a, b) => candidateIndex(a) - candidateIndex(b));
+  const ordered = records.sort((a, b) => a.index - b.index).map(({ candidate }) => candidate);
   const responseId = typeof body.responseId === 'string' ? body.responseId : undefined;
   const choices = ordered.map((candidate, position) =>
     convertGeminiCandidate(candidate, {
@@ -66,10 +69,6 @@ export function parseGeminiResponse(
   const reasoning = thought.output();
   if (reasoning !== undefined) result.reasoning = reasoning;
   return result;
-}
-
-function candidateIndex(candidate: Record<string, unknown>): number {
-  return typeof candidate.index === 'number' ? candidate.index : 0;
 }
 
 function blockedChoices(request: UpstreamChatRequest): ChoiceResult[] {

@@ -1,3 +1,4 @@
+import { indexWithin } from '../answer-index.js';
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
 import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
@@ -27,7 +28,8 @@ interface CandidateState {
 
 /**
  * Reads a Gemini `streamGenerateContent?alt=sse` stream: each event's data is a `GenerateContentResponse`
- * holding the next parts of each candidate (`candidates[].index` is the choice; proto3 leaves out 0), read
+ * holding the next parts of each candidate (`candidates[].index` is the choice, below the `n` asked for;
+ * proto3 leaves out 0), read
  * the way `convertGeminiCandidate` reads an answer:
  * - text parts are text, thought summaries (`thought: true`) are not: they and thought signatures are
  *   kept apart (`readGeminiThought`, `reasoning()`), counted when the upstream reports no usage or is cut;
@@ -120,7 +122,7 @@ class GeminiStreamParser implements StreamParser {
   }
 
   private readCandidate(candidate: Record<string, unknown>, deltas: StreamDelta[]): void {
-    const choice = typeof candidate.index === 'number' ? candidate.index : 0;
+    const choice = indexWithin(candidate.index, 0, this.request.n, 'candidate');
     const state = this.state(choice);
     const { content } = candidate;
     const parts: unknown[] = isRecord(content) && Array.isArray(content.parts) ? content.parts : [];

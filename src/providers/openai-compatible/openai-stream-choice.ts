@@ -1,3 +1,4 @@
+import { indexWithin, MAX_TOOL_CALLS_PER_CHOICE } from '../answer-index.js';
 import { badResponse, isRecord } from '../json-value.js';
 import type { StreamDelta } from '../types.js';
 import { mapOpenAIFinishReason } from './map-openai-finish-reason.js';
@@ -61,7 +62,7 @@ export class OpenAIStreamChoice {
       if (Array.isArray(toolCalls)) {
         for (const [position, piece] of (toolCalls as unknown[]).entries()) {
           if (!isRecord(piece)) throw badResponse('upstream stream tool call is not an object');
-          const key = isIndex(piece.index) ? piece.index : position;
+          const key = indexWithin(piece.index, position, MAX_TOOL_CALLS_PER_CHOICE, 'tool call');
           this.readCall(key, piece.id, piece.function, place, deltas);
         }
       } else if (toolCalls !== undefined && toolCalls !== null) {
@@ -117,6 +118,11 @@ export class OpenAIStreamChoice {
       call = undefined;
     }
     if (call === undefined) {
+      if (this.callCount >= MAX_TOOL_CALLS_PER_CHOICE) {
+        throw badResponse(
+          `upstream streamed more than ${MAX_TOOL_CALLS_PER_CHOICE} tool calls in one choice`,
+        );
+      }
       call = { index: this.callCount, upstreamId: id, name: undefined, pending: '', started: false };
       this.callCount += 1;
       this.calls.set(key, call);
@@ -143,10 +149,6 @@ export class OpenAIStreamChoice {
     });
     call.pending = '';
   }
-}
-
-function isIndex(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
 
 function nonEmpty(value: unknown): string | undefined {

@@ -1,3 +1,4 @@
+import { indexWithin } from '../answer-index.js';
 import { badResponse, isRecord } from '../json-value.js';
 import { ReasoningTally } from '../reasoning-tally.js';
 import type { ChatResult, ProviderConfig, UpstreamChatRequest, UpstreamHttpResponse } from '../types.js';
@@ -28,7 +29,7 @@ export function parseOpenAIResponse(
   const logprobsRequested = request.logprobs !== undefined;
   const responseId = typeof body.id === 'string' ? body.id : undefined;
   const turn = request.messages.length;
-  const ordered = inIndexOrder(choices as unknown[]);
+  const ordered = inIndexOrder(choices as unknown[], request.n);
   const result: ChatResult = {
     choices: ordered.map((choice, position) =>
       parseOpenAIChoice(choice, { responseId, turn, choice: position }, logprobsRequested, response.status),
@@ -47,18 +48,14 @@ export function parseOpenAIResponse(
 
 /**
  * The choices sorted by their `index` (OpenAI sends them in order; nothing says every compatible server
- * does). A choice without a usable index keeps its place in the list.
+ * does). A choice without an index keeps its place in the list; one numbered (or placed) at or beyond the
+ * `n` choices asked for is the upstream's fault (`indexWithin`).
  */
-function inIndexOrder(choices: unknown[]): unknown[] {
-  if (choices.length === 1) return choices;
-  return choices
-    .map((choice, position) => ({ choice, key: indexOf(choice) ?? position }))
-    .sort((a, b) => a.key - b.key)
-    .map(({ choice }) => choice);
-}
-
-function indexOf(choice: unknown): number | undefined {
-  return isRecord(choice) && typeof choice.index === 'number' && Number.isSafeInteger(choice.index)
-    ? choice.index
-    : undefined;
+function inIndexOrder(choices: unknown[], n: number): unknown[] {
+  const keyed = choices.map((choice, position) => ({
+    choice,
+    key: indexWithin(isRecord(choice) ? choice.index : undefined, position, n, 'choice'),
+  }));
+  if (keyed.length === 1) return choices;
+  return keyed.sort((a, b) => a.key - b.key).map(({ choice }) => choice);
 }

@@ -1,3 +1,4 @@
+import { indexWithin } from '../answer-index.js';
 import { badResponse, isRecord, parseEventObject } from '../json-value.js';
 import { ReasoningTally } from '../reasoning-tally.js';
 import { errorEventBody, streamedFailure } from '../streamed-failure.js';
@@ -37,7 +38,7 @@ export function createOpenAIStreamParser(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
 ): StreamParser {
-  return new OpenAIStreamParser(provider.apiKey, request.messages.length);
+  return new OpenAIStreamParser(provider.apiKey, request.messages.length, request.n);
 }
 
 class OpenAIStreamParser implements StreamParser {
@@ -52,6 +53,8 @@ class OpenAIStreamParser implements StreamParser {
   constructor(
     private readonly secret: string | undefined,
     private readonly turn: number,
+    /** Choices asked for: a choice numbered beyond them is the upstream's fault. */
+    private readonly n: number,
   ) {}
 
   event(data: string, name: string | undefined): StreamDelta[] {
@@ -83,10 +86,7 @@ class OpenAIStreamParser implements StreamParser {
     const place = { responseId: this.responseId, turn: this.turn };
     for (const [position, choice] of (choices as unknown[]).entries()) {
       if (!isRecord(choice)) throw badResponse('upstream stream chunk choice is not an object');
-      const index =
-        typeof choice.index === 'number' && Number.isSafeInteger(choice.index) && choice.index >= 0
-          ? choice.index
-          : position;
+      const index = indexWithin(choice.index, position, this.n, 'choice');
       let state = this.choices.get(index);
       if (state === undefined) {
         state = new OpenAIStreamChoice(index);

@@ -1,10 +1,14 @@
-/** Deepest nesting of arrays and objects a request body may have. */
+/**
+ * Deepest nesting of arrays and objects a JSON value may have: a client's request body, and an upstream's
+ * answer body or stream event alike (an answer too deep is the upstream's fault: `bad_response`).
+ */
 export const MAX_JSON_DEPTH = 64;
 
 /**
  * Whether a parsed JSON value nests arrays and objects deeper than `max`. Walked with an explicit stack,
- * in O(nodes): the check itself can never overflow, and it runs before any recursive work on the body
- * (validation, hashing for an Idempotency-Key) that a deeply nested body would overflow.
+ * in O(nodes): the check itself can never overflow, and it runs before any recursive work on the value
+ * (validation, hashing for an Idempotency-Key, `JSON.stringify` of a tool call's arguments or of the
+ * answer) that a deeply nested value would overflow.
  */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
   const stack: Array<[unknown, number]> = [[value, 1]];
