@@ -6,11 +6,14 @@
 //   DATABASE_URL=postgres://… REDIS_URL=redis://… PROV_DEEPSEEK_API_KEY=… \
 //     node scripts/cluster.mjs --instances 2 --port 8080
 //
-// Options: --instances N (2) · --port P, nginx's port (8080; 0 picks a free one) · --instance-ports
-// P1,P2,… (each instance's own port on 127.0.0.1; default: free ones) · --dir DIR (logs and the generated
-// nginx.conf; default: a new temp dir) · --nginx PATH (default: nginx on PATH, then /usr/sbin/nginx).
+// Options (--help lists them): --instances N (2) · --port P, nginx's port (8080; 0 picks a free one) ·
+// --instance-ports P1,P2,… (each instance's own port on 127.0.0.1; default: free ones) · --dir DIR (logs
+// and the generated nginx.conf; default: a new temp dir) · --nginx PATH (default: nginx on PATH, then
+// /usr/sbin/nginx) · --simulator (start the local upstream simulator and point every provider of every
+// instance at it: no provider keys needed). A mistake on the command line: one line and the usage, exit 2.
 // When everything answers, one JSON line is printed: {"url", "instances": [{url, pid, log}], "nginx":
-// {pid, config, log}, "dir"}. SIGTERM or SIGINT stops nginx and drains the instances; exit 0.
+// {pid, config, log}, "dir"} (and "simulator": its URL, with --simulator). SIGTERM or SIGINT stops nginx
+// and drains the instances; exit 0.
 import { spawn, spawnSync } from 'node:child_process';
 import {
   chownSync,
@@ -26,7 +29,6 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BIN = join(ROOT, 'bin', 'tollgate');
@@ -36,22 +38,88 @@ function fail(message) {
   process.exit(1);
 }
 
-const { values } = parseArgs({
-  options: {
-    instances: { type: 'string', default: '2' },
-    port: { type: 'string', default: '8080' },
-    'instance-ports': { type: 'string' },
-    dir: { type: 'string' },
-    nginx: { type: 'string' },
-  },
-});
-const count = Number(values.instances);
-if (!Number.isInteger(count) || count < 1 || count > 64) fail('--instances must be 1 to 64');
+const USAGE =
+  'usage: node scripts/cluster.mjs [--instances N] [--port P] [--instance-ports P1,P2,…] [--dir DIR]\n' +
+  '                                [--nginx PATH] [--simulator]';
+
+const HELP = `${USAGE}
+
+Runs N \`bin/tollgate serve\` instances on loopback ports and nginx in front of them, in the foreground;
+Ctrl-C or SIGTERM stops nginx and drains the instances. The instances share DATABASE_URL (PostgreSQL)
+and REDIS_URL, taken with everything else from the environment (docs/deployment.md).
+
+  --instances N          how many instances (2; 1 to 64)
+  --port P               nginx's port on 127.0.0.1 (8080; 0 picks a free one)
+  --instance-ports LIST  each instance's port, comma-separated (default: free ones)
+  --dir DIR              where the logs and the generated nginx.conf go (default: a new temp dir)
+  --nginx PATH           the nginx to run (default: nginx on PATH, then /usr/sbin/nginx)
+  --simulator            start the local upstream simulator and point every provider of every instance
+                         at it (PROV_<NAME>_BASE_URL and _API_KEY): a try-out without provider keys
+  -h, --help             this text
+
+Example:
+  DATABASE_URL=postgres://tollgate@127.0.0.1:5432/tollgate REDIS_URL=redis://127.0.0.1:6379 \\
+    node scripts/cluster.mjs --instances 2 --port 8080 --simulator`;
+
+/** A mistake on the command line: one line and the usage, exit 2 (no stack trace). */
+function usageError(message) {
+  process.stderr.write(`cluster: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+const OPTIONS = {
+  instances: 'string',
+  port: 'string',
+  'instance-ports': 'string',
+  dir: 'string',
+  nginx: 'string',
+  simulator: 'boolean',
+  help: 'boolean',
+};
+
+/** `--name value`, `--name=value` and the boolean flags; anything else is a usage error. */
+function parseCommandLine(argv) {
+  const values = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '-h') {
+      values.help = true;
+      continue;
+    }
+    if (!arg.startsWith('--')) usageError(`unexpected argument "${arg}"`);
+    const eq = arg.indexOf('=');
+    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
+    const kind = Object.hasOwn(OPTIONS, name) ? OPTIONS[name] : undefined;
+    if (kind === undefined) usageError(`unknown option --${name}`);
+    if (kind === 'boolean') {
+      if (eq !== -1) usageError(`--${name} takes no value`);
+      values[name] = true;
+      continue;
+    }
+    const value = eq === -1 ? argv[++i] : arg.slice(eq + 1);
+    if (value === undefined || (eq === -1 && value.startsWith('--'))) usageError(`--${name} needs a value`);
+    values[name] = value;
+  }
+  return values;
+}
+
+const values = parseCommandLine(process.argv.slice(2));
+if (values.help) {
+  process.stdout.write(`${HELP}\n`);
+  process.exit(0);
+}
+const count = Number(values.instances ?? '2');
+if (!/^\d+$/.test(values.instances ?? '2') || count < 1 || count > 64)
+  usageError(`--instances: "${values.instances}" must be a whole number from 1 to 64`);
+const portIsValid = (text) => /^\d+$/.test(text) && Number(text) <= 65535;
+if (!portIsValid(values.port ?? '8080')) usageError(`--port: "${values.port}" must be a port, 0 to 65535`);
 const instancePorts = values['instance-ports']
-  ? values['instance-ports'].split(',').map(Number)
-  : Array.from({ length: count }, () => 0);
-if (instancePorts.length !== count || instancePorts.some((p) => !Number.isInteger(p) || p < 0 || p > 65535))
-  fail('--instance-ports must list one port per instance');
+  ? values['instance-ports'].split(',').map((p) => p.trim())
+  : Array.from({ length: count }, () => '0');
+if (instancePorts.length !== count || !instancePorts.every(portIsValid))
+  usageError(`--instance-ports must list ${count} ports (one per instance), comma-separated`);
+if (!existsSync(join(ROOT, 'dist', 'cli', 'main.js')))
+  fail('the project is not built: run `npm run build` (or `npm ci`) first');
 if (!/^postgres(ql)?:\/\//.test(process.env.DATABASE_URL ?? ''))
   fail('DATABASE_URL must name a PostgreSQL database: instances share it (SQLite is the one-instance store)');
 if (!process.env.REDIS_URL)
@@ -94,6 +162,9 @@ function start(command, args, logFile, env) {
 const children = [];
 let stopping = false;
 
+/** The simulator of --simulator, in this process; closed after the instances have drained. */
+let simulator;
+
 async function stopAll(code) {
   if (stopping) return;
   stopping = true;
@@ -110,12 +181,21 @@ async function stopAll(code) {
         }),
     ),
   );
+  await simulator?.close().catch(() => undefined);
   process.exit(code);
 }
 process.on('SIGTERM', () => stopAll(0));
 process.on('SIGINT', () => stopAll(0));
 
 const instanceEnv = { ...process.env, HOST: '127.0.0.1' };
+
+if (values.simulator) {
+  // The built simulator, and the same provider variables `tollgate demo` runs on.
+  const { startSimulator } = await import('../dist/simulator/index.js');
+  const { providersAtSimulator } = await import('../dist/cli/simulator-providers.js');
+  simulator = await startSimulator({ host: '127.0.0.1', port: 0 });
+  Object.assign(instanceEnv, providersAtSimulator(simulator));
+}
 
 // Migrations once, before the instances start (they would also apply them, one at a time).
 const migrate = spawnSync(process.execPath, [BIN, 'migrate', '--json'], {
@@ -129,7 +209,7 @@ async function startInstance(i) {
   writeFileSync(log, '');
   const child = start(process.execPath, [BIN, 'serve', '--json'], log, {
     ...instanceEnv,
-    PORT: String(instancePorts[i]),
+    PORT: instancePorts[i],
   });
   children.push({ child, kind: 'instance' });
   const end = Date.now() + 30_000;
@@ -285,5 +365,11 @@ for (;;) {
 }
 
 process.stdout.write(
-  `${JSON.stringify({ url, instances, nginx: { pid: nginx.pid, config, log: nginxLog }, dir })}\n`,
+  `${JSON.stringify({
+    url,
+    instances,
+    nginx: { pid: nginx.pid, config, log: nginxLog },
+    dir,
+    ...(simulator ? { simulator: simulator.url } : {}),
+  })}\n`,
 );

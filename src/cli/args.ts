@@ -19,6 +19,7 @@ const OPTION_KINDS = {
   database: 'string',
   force: 'boolean',
   stream: 'boolean',
+  version: 'boolean',
 } as const;
 
 export type OptionName = keyof typeof OPTION_KINDS;
@@ -58,6 +59,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   'keys revoke': { usage: 'tollgate keys revoke --email E --id ID', options: ['email', 'id'] },
   'ledger check': { usage: 'tollgate ledger check', options: [] },
   backup: { usage: 'tollgate backup <file> [--force]', options: ['force'] },
+  version: { usage: 'tollgate version', options: [] },
 };
 
 /** Said with a usage error that belongs to no one command. */
@@ -65,6 +67,25 @@ export const GENERAL_USAGE = 'tollgate <command> [options]   (tollgate --help li
 
 /** Commands named by two words. */
 const GROUPS = ['accounts', 'credits', 'keys', 'ledger'];
+
+/** Whether `word` names a group of commands (`keys` for `keys create`, `keys list`, …). */
+export function isGroup(word: string): boolean {
+  return GROUPS.includes(word);
+}
+
+/** The subcommands of a group (`create`, `list`, `revoke` for `keys`), in the order of `COMMANDS`. */
+export function subcommandsOf(group: string): string[] {
+  return Object.keys(COMMANDS)
+    .filter((name) => name.startsWith(`${group} `))
+    .map((name) => name.slice(group.length + 1));
+}
+
+/** The usage lines of a group's commands, one per line. */
+export function groupUsage(group: string): string {
+  return subcommandsOf(group)
+    .map((sub) => COMMANDS[`${group} ${sub}`]?.usage)
+    .join('\n');
+}
 
 /** The command the positionals name (`credits add`, `serve`, …), known or not; '' for none. */
 export function commandNameOf(positionals: readonly string[]): string {

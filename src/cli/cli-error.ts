@@ -4,6 +4,8 @@ export class CliError extends Error {
     message: string,
     readonly exitCode = 1,
     readonly code = 'error',
+    /** For a usage error: the usage to print when it is not the command's own line. */
+    readonly usage?: string,
   ) {
     super(message);
     this.name = 'CliError';
@@ -11,6 +13,6 @@ export class CliError extends Error {
 }
 
 /** A mistake on the command line: reported with the command's usage line, exit code 2. */
-export function usageError(message: string): CliError {
-  return new CliError(message, 2, 'usage');
+export function usageError(message: string, usage?: string): CliError {
+  return new CliError(message, 2, 'usage', usage);
 }

@@ -65,9 +65,9 @@ export function normalizeEmail(email: string | undefined): string {
   return e;
 }
 
-export async function accountByEmail(store: Store, email: string | undefined): Promise<Account> {
-  const normalized = normalizeEmail(email);
-  const account = await store.findAccountByEmail(normalized);
-  if (!account) throw new CliError(`no account with email ${normalized}`, 1, 'account_not_found');
+/** The account of an email already checked by `normalizeEmail` (before the database is opened). */
+export async function accountByEmail(store: Store, email: string): Promise<Account> {
+  const account = await store.findAccountByEmail(email);
+  if (!account) throw new CliError(`no account with email ${email}`, 1, 'account_not_found');
   return account;
 }

@@ -1,7 +1,16 @@
-import { ConfigError, loadConfig } from '../config/index.js';
-import { COMMANDS, commandNameOf, GENERAL_USAGE, type OptionValues, parseCommandLine } from './args.js';
+import { ConfigError, readConfig } from '../config/index.js';
+import {
+  COMMANDS,
+  commandNameOf,
+  GENERAL_USAGE,
+  groupUsage,
+  isGroup,
+  type OptionValues,
+  parseCommandLine,
+  subcommandsOf,
+} from './args.js';
 import { CliError, usageError } from './cli-error.js';
-import { createOutput } from './output.js';
+import { createOutput, type Output } from './output.js';
 
 // Each command's module is loaded when it runs: `serve` never pays for the simulator and its tokenizer
 // (tens of MB resident) that `demo` needs.
@@ -23,6 +32,7 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
   keys revoke --email E --id ID
   ledger check                                  exits non-zero when the ledger is inconsistent
   backup <file> [--force]                       consistent copy of the SQLite database, server running or not
+  version (or --version)                        the version of Tollgate
 
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PROV_<NAME>_API_KEY, …);
 see docs/configuration.md.`;
@@ -41,7 +51,7 @@ async function dispatch(
   const out = createOutput(values.json === true);
   switch (command) {
     case 'serve':
-      await (await import('./commands/serve.js')).serve(loadConfig(), out);
+      await (await import('./commands/serve.js')).serve(readConfig(), out);
       return 'running';
     case 'demo': {
       const latencyMs = values.latency === undefined ? 0 : Number(values.latency);
@@ -95,15 +105,40 @@ async function dispatch(
         out,
       );
       return 0;
+    case 'version':
+      await printVersion(out);
+      return 0;
     default:
       throw usageError(`unknown command "${command}"`);
   }
+}
+
+/** `tollgate version` and `tollgate --version`: the package's version. */
+async function printVersion(out: Output): Promise<void> {
+  const { VERSION } = await import('../version.js');
+  out.result({ version: VERSION }, `tollgate ${VERSION}`);
+}
+
+/** "a, b or c". */
+function orList(words: readonly string[]): string {
+  return words.length <= 1 ? words.join('') : `${words.slice(0, -1).join(', ')} or ${words.at(-1)}`;
 }
 
 /** Checks the command line against the command's options; returns the command to run. */
 function validate(values: OptionValues, positionals: string[], problem: string | undefined): string {
   const command = commandNameOf(positionals);
   const spec = COMMANDS[command];
+  const group = positionals[0] ?? '';
+  if (!spec && isGroup(group)) {
+    // `tollgate ledger` alone, or a subcommand of a group that does not exist: the group's commands.
+    const subs = orList(subcommandsOf(group));
+    throw usageError(
+      positionals.length === 1
+        ? `"${group}" needs a subcommand: ${subs}`
+        : `unknown command "${command}" ("${group}" takes ${subs})`,
+      groupUsage(group),
+    );
+  }
   if (!spec) {
     throw usageError(
       command === '' ? (problem ?? 'no command given') : `unknown command "${positionals.join(' ')}"`,
@@ -111,7 +146,7 @@ function validate(values: OptionValues, positionals: string[], problem: string |
   }
   if (problem) throw usageError(problem);
   for (const [option, value] of Object.entries(values)) {
-    if (value === undefined || option === 'json' || option === 'help') continue;
+    if (value === undefined || option === 'json' || option === 'help' || option === 'version') continue;
     if (!(spec.options as readonly string[]).includes(option))
       throw usageError(`--${option} is not an option of "${command}"`);
   }
@@ -123,10 +158,12 @@ function report(err: unknown, json: boolean, command: string | undefined): numbe
   let message: string;
   let code = 'error';
   let exitCode = 1;
+  let ownUsage: string | undefined;
   if (err instanceof CliError) {
     message = err.message;
     code = err.code;
     exitCode = err.exitCode;
+    ownUsage = err.usage;
   } else if (err instanceof ConfigError) {
     message = err.message;
     code = 'invalid_configuration';
@@ -137,11 +174,11 @@ function report(err: unknown, json: boolean, command: string | undefined): numbe
   } else {
     message = err instanceof Error ? err.message : String(err);
   }
-  const usage = code === 'usage' ? (COMMANDS[command ?? '']?.usage ?? GENERAL_USAGE) : undefined;
+  const usage = code === 'usage' ? (ownUsage ?? COMMANDS[command ?? '']?.usage ?? GENERAL_USAGE) : undefined;
   process.stderr.write(
     json
       ? `${JSON.stringify({ error: { message, code, ...(usage ? { usage } : {}) } })}\n`
-      : `tollgate: ${message}\n${usage ? `usage: ${usage}\n` : ''}`,
+      : `tollgate: ${message}\n${usage ? `usage: ${usage.replaceAll('\n', '\n       ')}\n` : ''}`,
   );
   return exitCode;
 }
@@ -151,6 +188,11 @@ export async function run(argv: string[]): Promise<void> {
   const { values, positionals, problem } = parseCommandLine(argv);
   // Errors are JSON whenever --json was asked for, even when the line around it could not be parsed.
   const json = values.json === true || argv.includes('--json');
+  if (values.version && !values.help && problem === undefined) {
+    await printVersion(createOutput(json));
+    process.exitCode = 0;
+    return;
+  }
   if (values.help || (positionals.length === 0 && problem === undefined)) {
     process.stdout.write(`${HELP}\n`);
     process.exitCode = values.help ? 0 : 2;

@@ -9,6 +9,7 @@ import {
 } from '../providers/types.js';
 import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel } from './config.js';
 import { databaseKindOf } from './database-kind.js';
+import { unknownSettingWarnings } from './unknown-settings.js';
 
 /** Thrown when configuration is invalid; `problems` names each variable and what is wrong with it. */
 export class ConfigError extends Error {
@@ -30,17 +31,17 @@ const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debu
  * `providers` object keyed by provider name:
  * `{"providers": {"prov-claude": {"apiKey": "…", "model": "…", "inputPrice": "3"}}}`.
  */
-function readConfigFile(path: string, problems: string[]): Source {
+function readConfigFile(path: string, problems: string[]): { values: Source; keys: string[] } {
   let parsed: unknown;
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8'));
   } catch (err) {
     problems.push(`TOLLGATE_CONFIG: cannot read ${path} as JSON (${(err as Error).message})`);
-    return {};
+    return { values: {}, keys: [] };
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     problems.push(`TOLLGATE_CONFIG: ${path} must contain a JSON object`);
-    return {};
+    return { values: {}, keys: [] };
   }
   const out: Source = {};
   const providerFields: Record<string, string> = {
@@ -80,16 +81,20 @@ function readConfigFile(path: string, problems: string[]): Source {
       problems.push(`TOLLGATE_CONFIG: "${key}" in ${path} must be a string, number or boolean`);
     }
   }
-  return out;
+  return { values: out, keys: Object.keys(parsed) };
 }
 
 class Reader {
+  /** Every name read: the settings there are, for the warnings about those that match none. */
+  readonly names = new Set<string>(['TOLLGATE_CONFIG']);
+
   constructor(
     private readonly source: Source,
     readonly problems: string[],
   ) {}
 
   raw(name: string): string | undefined {
+    this.names.add(name);
     const v = this.source[name];
     return v === undefined || v.trim() === '' ? undefined : v.trim();
   }
@@ -259,20 +264,33 @@ function readRedisKeyPrefix(r: Reader): string {
   return 'tollgate:';
 }
 
+export interface LoadConfigOptions {
+  overrides?: Source;
+  defaults?: Source;
+}
+
 /**
  * Reads configuration from the environment (and the JSON file named by `TOLLGATE_CONFIG`, whose values
  * the environment overrides), validates all of it, and returns one frozen `Config`. Throws
  * `ConfigError` listing every problem at once. `defaults` sit under the file and the environment;
  * `overrides` above them (the demo uses both to point every provider at the simulator).
  */
-export function loadConfig(
+export function loadConfig(env: Source = process.env, options: LoadConfigOptions = {}): Config {
+  return readConfig(env, options).config;
+}
+
+/**
+ * `loadConfig`, with the warnings a server logs at start: one per `PROV_…` variable or config-file key
+ * that matches no setting, with the nearest name (./unknown-settings.ts). They never stop the start.
+ */
+export function readConfig(
   env: Source = process.env,
-  options: { overrides?: Source; defaults?: Source } = {},
-): Config {
+  options: LoadConfigOptions = {},
+): { config: Config; warnings: string[] } {
   const problems: string[] = [];
   const filePath = env.TOLLGATE_CONFIG?.trim();
-  const fromFile = filePath ? readConfigFile(filePath, problems) : {};
-  const r = new Reader({ ...options.defaults, ...fromFile, ...env, ...options.overrides }, problems);
+  const file = filePath ? readConfigFile(filePath, problems) : undefined;
+  const r = new Reader({ ...options.defaults, ...file?.values, ...env, ...options.overrides }, problems);
 
   const databaseUrl = r.string('DATABASE_URL', 'sqlite:./data/tollgate.db');
   if (databaseKindOf(databaseUrl) === undefined) {
@@ -351,5 +369,10 @@ export function loadConfig(
     problems.push('SESSION_IDLE_TIMEOUT_MS: must not be longer than SESSION_MAX_AGE_MS');
   }
   if (problems.length > 0) throw new ConfigError(problems);
-  return Object.freeze(config);
+  const warnings = unknownSettingWarnings({
+    known: r.names,
+    envNames: Object.keys(env).filter((name) => env[name] !== undefined),
+    ...(filePath && file ? { file: { path: filePath, keys: file.keys } } : {}),
+  });
+  return { config: Object.freeze(config), warnings };
 }

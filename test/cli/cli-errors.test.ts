@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -70,11 +70,87 @@ describe('bin/tollgate usage errors', () => {
       'unknown command "frobnicate"',
       'usage: tollgate <command> [options]   (tollgate --help lists the commands)\n',
     ],
+    [
+      ['credits', 'add', '--email', 'ops@example.test', '--amount', '1000000001'],
+      '--amount: "1000000001" is over the maximum, $1000000000',
+      CREDITS_USAGE,
+    ],
+    [
+      ['credits', 'add', '--email', 'ops@example.test', '--amount', '99999999999999.25'],
+      '--amount: "99999999999999.25" is over the maximum, $1000000000',
+      CREDITS_USAGE,
+    ],
+    [['ledger'], '"ledger" needs a subcommand: check', 'usage: tollgate ledger check\n'],
+    [
+      ['ledger', 'chekc'],
+      'unknown command "ledger chekc" ("ledger" takes check)',
+      'usage: tollgate ledger check\n',
+    ],
+    [
+      ['keys'],
+      '"keys" needs a subcommand: create, list or revoke',
+      'usage: tollgate keys create --email E --name NAME\n' +
+        '       tollgate keys list --email E\n' +
+        '       tollgate keys revoke --email E --id ID\n',
+    ],
   ])('%j', async (args, message, usage) => {
     const r = await runCli(args, env);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toBe(`tollgate: ${message}\n${usage}`);
+  });
+});
+
+describe('a missing required option is a usage error before anything touches the database', () => {
+  it.each([
+    [['keys', 'list'], '--email is required', 'tollgate keys list --email E'],
+    [['keys', 'create', '--name', 'k'], '--email is required', 'tollgate keys create --email E --name NAME'],
+    [['keys', 'revoke', '--id', 'key_x'], '--email is required', 'tollgate keys revoke --email E --id ID'],
+    [
+      ['keys', 'list', '--email', 'not-an-email'],
+      '--email: "not-an-email" is not an email address',
+      'tollgate keys list --email E',
+    ],
+    [
+      ['credits', 'add', '--amount', '1'],
+      '--email is required',
+      'tollgate credits add --email E --amount USD [--note TEXT]',
+    ],
+  ])('%j with no database anywhere', async (args, message, usage) => {
+    mkdirSync(join(dir, 'nowhere'), { recursive: true });
+    const cwd = realpathSync(join(dir, 'nowhere'));
+    const r = await runIn(cwd, [...args, '--json'], { LOG_LEVEL: 'silent' });
+    expect(r.code).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(JSON.parse(r.stderr)).toEqual({ error: { message, code: 'usage', usage } });
+    expect(existsSync(join(cwd, 'data'))).toBe(false);
+  });
+});
+
+describe('bin/tollgate --version and version', () => {
+  const version = (
+    JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
+
+  it.each([[['--version']], [['version']]])('%j prints the package version', async (args) => {
+    const r = await runCli(args, {});
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe(`tollgate ${version}\n`);
+    expect(r.stderr).toBe('');
+  });
+
+  it.each([[['--version', '--json']], [['version', '--json']]])('%j prints one JSON object', async (args) => {
+    const r = await runCli(args, {});
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ version });
+  });
+
+  it('version takes no options of other commands', async () => {
+    const r = await runCli(['version', '--email', 'x@y.z'], {});
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe('tollgate: --email is not an option of "version"\nusage: tollgate version\n');
   });
 });
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -99,6 +99,26 @@ describe('bin/tollgate demo never touches a database it did not create', () => {
       expect(await emailsIn(file)).toEqual(emails);
     }
     expect(existsSync(join(cwd, 'data'))).toBe(false);
+  }, 60_000);
+
+  it('a second demo on the same database refuses, and names --database (the demo ignores DATABASE_URL)', async () => {
+    const cwd = workdir('twice');
+    const first = await startIn(cwd, ['demo', '--json'], { PORT: '0' }, /\{"url".*\}\n/);
+    try {
+      const r = await runIn(cwd, ['demo', '--json'], { PORT: '0' });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toBe('');
+      const error = JSON.parse(r.stderr.trim().split('\n').at(-1) ?? '{}') as {
+        error: { code: string; message: string };
+      };
+      expect(error.error.code).toBe('database_in_use');
+      expect(error.error.message).toContain(join(realpathSync(cwd), 'data', 'demo.db'));
+      expect(error.error.message).toContain('--database sqlite:./data/demo-2.db');
+      expect(error.error.message).not.toContain('DATABASE_URL');
+    } finally {
+      first.child.kill('SIGTERM');
+      expect(await exitWithin(first.child, 15_000)).toBe(0);
+    }
   }, 60_000);
 
   it('prints hints that work as printed: the password reset reaches the demo database, not ./data/tollgate.db', async () => {

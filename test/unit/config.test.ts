@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
+import { ConfigError, loadConfig, readConfig } from '../../src/config/index.js';
+import { editDistance, nearestName, unknownSettingWarnings } from '../../src/config/unknown-settings.js';
 
 describe('loadConfig', () => {
   it('has documented defaults and is frozen', () => {
@@ -131,5 +132,70 @@ describe('loadConfig', () => {
         expect(text).toContain(v);
       expect(text).not.toContain('s3cret');
     }
+  });
+});
+
+describe('settings that match nothing', () => {
+  it('editDistance counts insertions, deletions and substitutions', () => {
+    expect(editDistance('STREAMIN', 'STREAMING')).toBe(1);
+    expect(editDistance('PROV_DEEPSEK_API_KEY', 'PROV_DEEPSEEK_API_KEY')).toBe(1);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('', 'abc')).toBe(3);
+    expect(editDistance('same', 'same')).toBe(0);
+  });
+
+  it('nearestName: the closest known name, letter case aside, only when near enough to be the one meant', () => {
+    const known = ['PORT', 'HOST', 'STREAMING', 'STREAM_TIMEOUT_MS', 'PROV_DEEPSEEK_API_KEY'];
+    expect(nearestName('STREAMIN', known)).toBe('STREAMING');
+    expect(nearestName('port', known)).toBe('PORT');
+    expect(nearestName('PROV_DEEPSEK_API_KEY', known)).toBe('PROV_DEEPSEEK_API_KEY');
+    expect(nearestName('PROV_SOMETHING_ELSE_ENTIRELY', known)).toBeUndefined();
+    expect(nearestName('XYZ', known)).toBeUndefined();
+  });
+
+  it('unknownSettingWarnings: PROV_ variables and config-file keys only, one warning each', () => {
+    const known = new Set(['STREAMING', 'PROV_DEEPSEEK_API_KEY']);
+    expect(
+      unknownSettingWarnings({
+        known,
+        envNames: ['PROV_DEEPSEK_API_KEY', 'PROV_DEEPSEEK_API_KEY', 'HOME', 'STREAMIN'],
+        file: { path: '/etc/tollgate.json', keys: ['STREAMIN', 'STREAMING', 'providers', 'colour'] },
+      }),
+    ).toEqual([
+      'PROV_DEEPSEK_API_KEY is set but matches no setting: did you mean PROV_DEEPSEEK_API_KEY?',
+      'TOLLGATE_CONFIG: "STREAMIN" in /etc/tollgate.json matches no setting: did you mean STREAMING?',
+      'TOLLGATE_CONFIG: "colour" in /etc/tollgate.json matches no setting: it is ignored (docs/configuration.md lists every setting)',
+    ]);
+  });
+
+  it('readConfig warns about a misspelt PROV_ variable and config-file key, never fails on them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tollgate-config-'));
+    const file = join(dir, 'tollgate.json');
+    writeFileSync(file, JSON.stringify({ STREAMIN: 'on', PORT: 9000, providers: {} }));
+    const { config, warnings } = readConfig({
+      TOLLGATE_CONFIG: file,
+      PROV_DEEPSEK_API_KEY: 'sk-x',
+      PROV_QWEN_API_KEY: 'sk-y',
+      HOME: '/root',
+    });
+    expect(config.port).toBe(9000);
+    expect(config.streaming).toBe(false);
+    expect(warnings).toEqual([
+      'PROV_DEEPSEK_API_KEY is set but matches no setting: did you mean PROV_DEEPSEEK_API_KEY?',
+      `TOLLGATE_CONFIG: "STREAMIN" in ${file} matches no setting: did you mean STREAMING?`,
+    ]);
+    // Every name the configuration reads is known: a full, correct set of variables warns about nothing.
+    const env = {
+      PROV_GPT_OSS_120B_API_KEY: 'sk-z',
+      PROV_GPT_OSS_120B_BASE_URL: 'http://127.0.0.1:8000/v1',
+      PROV_GPT_OSS_120B_MODEL: 'gpt-oss-120b',
+      PROV_GPT_OSS_120B_INPUT_PRICE: '1',
+      PROV_GPT_OSS_120B_OUTPUT_PRICE: '2',
+      PROV_GPT_OSS_120B_ENABLED: 'true',
+      PROV_GPT_OSS_120B_TIMEOUT_MS: '5000',
+      PROV_GPT_OSS_120B_CONNECT_TIMEOUT_MS: '500',
+    };
+    expect(readConfig({ ...env, STREAMING: 'on' }).warnings).toEqual([]);
+    expect(loadConfig({ PROV_DEEPSEK_API_KEY: 'sk-x' }).providers['prov-deepseek'].apiKey).toBeUndefined();
   });
 });

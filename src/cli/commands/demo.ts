@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../auth/keys.js';
 import { hashPassword } from '../../auth/passwords.js';
-import { type Config, databaseKindOf, loadConfig } from '../../config/index.js';
+import { type Config, databaseKindOf, readConfig } from '../../config/index.js';
 import { createServer, type Server } from '../../http/server.js';
 import { formatNano, parseUsdToNano } from '../../money/money.js';
-import { CATALOG, envNameOf } from '../../providers/catalog.js';
 import { redactUrlPassword } from '../../redact-url.js';
 import { type Simulator, startSimulator } from '../../simulator/index.js';
 import type { Store } from '../../store/types.js';
 import { CliError, usageError } from '../cli-error.js';
 import { checkDemoDatabase, DEMO_DATABASE_URL } from '../demo-database.js';
 import type { Output } from '../output.js';
-import { governServerHeap, listenOrClose, shutdownOnSignals } from './serve.js';
+import { providersAtSimulator } from '../simulator-providers.js';
+import { governServerHeap, listenOrClose, shutdownOnSignals, warnAboutSettings } from './serve.js';
 
 export const DEMO_EMAIL = 'demo@tollgate.local';
 const DEMO_KEY_NAME = 'demo key';
@@ -76,17 +76,21 @@ export async function demo(
   const closeSimulator = () => simulator.close().catch(() => undefined);
   let server: Server;
   let url: string;
+  let warnings: readonly string[];
   try {
-    const config = demoConfig(simulator, databaseUrl, args.stream === true);
+    const read = demoConfig(simulator, databaseUrl, args.stream === true);
+    const config = read.config;
+    warnings = read.warnings;
     server = await createServer(config);
     url = await listenOrClose(server, config);
   } catch (err) {
     await closeSimulator();
-    throw err;
+    throw inUseByAnotherServer(err) ?? err;
   }
   // Before the ready lines, as for `serve`: a SIGTERM sent on reading them drains instead of killing.
   shutdownOnSignals(server, () => simulator.close());
   governServerHeap(server);
+  warnAboutSettings(server, warnings);
   try {
     await announce(server, simulator, url, databaseUrl, out);
   } catch (err) {
@@ -96,20 +100,35 @@ export async function demo(
   }
 }
 
+/**
+ * The store's refusal of a database another server holds, in the demo's words: its advice names
+ * DATABASE_URL, which the demo ignores; the demo's own database is chosen with --database. Told by name,
+ * as in `cli/main.ts`; undefined for any other error.
+ */
+function inUseByAnotherServer(err: unknown): CliError | undefined {
+  if (!(err instanceof Error) || err.name !== 'DatabaseInUseError') return undefined;
+  const database = (err as { database?: unknown }).database;
+  return new CliError(
+    `another Tollgate server (serve or demo) is running on ${typeof database === 'string' ? database : 'this database'}. ` +
+      'Stop it first, or give this demo a database of its own: --database sqlite:./data/demo-2.db',
+    1,
+    'database_in_use',
+  );
+}
+
 /** The gateway's configuration: every provider at the simulator, the demo's database, no Redis. */
-function demoConfig(simulator: Simulator, databaseUrl: string, stream: boolean): Config {
-  const overrides: Record<string, string> = { DATABASE_URL: databaseUrl, REDIS_URL: '' };
+function demoConfig(
+  simulator: Simulator,
+  databaseUrl: string,
+  stream: boolean,
+): { config: Config; warnings: string[] } {
+  const overrides: Record<string, string> = {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: '',
+    ...providersAtSimulator(simulator),
+  };
   if (stream) overrides.STREAMING = 'on';
-  for (const entry of CATALOG) {
-    const name = envNameOf(entry.name);
-    overrides[`PROV_${name}_BASE_URL`] = simulator.baseUrl(
-      entry.wireFormat,
-      entry.name.replace(/^prov-/, ''),
-    );
-    overrides[`PROV_${name}_API_KEY`] = `simulator-${randomBytes(8).toString('hex')}`;
-    overrides[`PROV_${name}_ENABLED`] = 'true';
-  }
-  return loadConfig(process.env, {
+  return readConfig(process.env, {
     overrides,
     defaults: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGNUP: 'open' },
   });

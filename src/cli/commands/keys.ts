@@ -2,15 +2,16 @@ import pino from 'pino';
 import { createKey } from '../../auth/keys.js';
 import { announce } from '../../cluster/index.js';
 import { CliError, usageError } from '../cli-error.js';
-import { accountByEmail, withStore } from '../context.js';
+import { accountByEmail, normalizeEmail, withStore } from '../context.js';
 import { isoOrNull, type Output } from '../output.js';
 
 /** `tollgate keys create --email E --name NAME` — prints the key once. */
 export async function keysCreate(args: { email: string | undefined; name: string | undefined }, out: Output) {
+  const email = normalizeEmail(args.email);
   if (args.name === undefined) throw usageError('--name is required: give the key a descriptive name');
   const name = args.name;
   await withStore(async (store) => {
-    const account = await accountByEmail(store, args.email);
+    const account = await accountByEmail(store, email);
     const result = await createKey(store, account.id, name);
     if (!result.ok) throw new CliError(result.message, 1, result.reason);
     out.result(
@@ -22,8 +23,9 @@ export async function keysCreate(args: { email: string | undefined; name: string
 
 /** `tollgate keys list --email E` */
 export async function keysList(args: { email: string | undefined }, out: Output) {
+  const email = normalizeEmail(args.email);
   await withStore(async (store) => {
-    const account = await accountByEmail(store, args.email);
+    const account = await accountByEmail(store, email);
     const keys = await store.listApiKeys(account.id);
     const rows = keys.map((k) => ({
       id: k.id,
@@ -45,10 +47,11 @@ export async function keysList(args: { email: string | undefined }, out: Output)
 
 /** `tollgate keys revoke --email E --id ID` */
 export async function keysRevoke(args: { email: string | undefined; id: string | undefined }, out: Output) {
+  const email = normalizeEmail(args.email);
   if (args.id === undefined) throw usageError('--id is required (see `tollgate keys list`)');
   const id = args.id;
   await withStore(async (store, config) => {
-    const account = await accountByEmail(store, args.email);
+    const account = await accountByEmail(store, email);
     const result = await store.revokeApiKey(account.id, id);
     if (result === 'not_found') throw new CliError(`no key ${id} for ${account.email}`, 1, 'key_not_found');
     // Running instances drop the key from their caches at once when told over Redis; without it they

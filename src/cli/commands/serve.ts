@@ -65,14 +65,23 @@ export async function listenOrClose(server: Server, config: Config): Promise<str
   }
 }
 
+/** Logs, once at start, each setting that matches nothing (a misspelt name), at warn level. */
+export function warnAboutSettings(server: Server, warnings: readonly string[]): void {
+  for (const warning of warnings) server.app.log.warn(warning);
+}
+
 /** `tollgate serve` — the server, in this process. */
-export async function serve(config: Config, out: Output): Promise<void> {
+export async function serve(
+  { config, warnings }: { config: Config; warnings: readonly string[] },
+  out: Output,
+): Promise<void> {
   const server = await createServer(config);
   const url = await listenOrClose(server, config);
   // Before the ready line: a supervisor may send SIGTERM the moment it reads it, and without a handler
   // the signal would kill the process outright instead of draining it.
   shutdownOnSignals(server);
   governServerHeap(server);
+  warnAboutSettings(server, warnings);
   const active = server.registry
     .all()
     .filter((s) => s.active)

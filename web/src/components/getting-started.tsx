@@ -16,14 +16,14 @@ function Snippet({ label, code }: { label: string; code: string }) {
 
 /** How to call the API: the base URL, a curl line and an openai SDK snippet, with `apiKey` filled in. */
 export function GettingStarted({ baseUrl, apiKey }: { baseUrl: string; apiKey: string | undefined }) {
-  const key = apiKey ?? '$TOLLGATE_API_KEY';
+  const key = apiKey ?? '$TOLLGATE_KEY';
   const curl = [
     `curl ${baseUrl}/chat/completions \\`,
     `  -H "Authorization: Bearer ${key}" \\`,
     '  -H "Content-Type: application/json" \\',
     `  -d '{"model":"auto","messages":[{"role":"user","content":"Hello!"}]}'`,
   ].join('\n');
-  const sdkKey = apiKey ? `'${apiKey}'` : 'process.env.TOLLGATE_API_KEY';
+  const sdkKey = apiKey ? `'${apiKey}'` : 'process.env.TOLLGATE_KEY';
   const node = [
     "import OpenAI from 'openai';",
     '',
@@ -48,7 +48,7 @@ export function GettingStarted({ baseUrl, apiKey }: { baseUrl: string; apiKey: s
       <Snippet label="OpenAI SDK (Node.js)" code={node} />
       {!apiKey && (
         <p className="hint">
-          Set <code>TOLLGATE_API_KEY</code> to one of your keys. Any OpenAI client works with this base URL;{' '}
+          Set <code>TOLLGATE_KEY</code> to one of your keys. Any OpenAI client works with this base URL;{' '}
           <code>model</code> may be <code>auto</code>, a provider name or a model name.
         </p>
       )}

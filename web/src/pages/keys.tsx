@@ -209,6 +209,11 @@ export function KeysPage() {
               </table>
             </div>
           )}
+          {list.data.length > 0 && (
+            <p className="hint">
+              “Last used” is recorded at most once a minute per key: it can lag by up to a minute.
+            </p>
+          )}
         </section>
       )}
       <Dialog open={revoking !== undefined} title="Revoke this key?" onClose={() => setRevoking(undefined)}>
