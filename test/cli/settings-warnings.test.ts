@@ -43,7 +43,12 @@ describe('bin/tollgate serve and a setting that matches nothing', () => {
     try {
       const ready = JSON.parse(server.match[0]) as { active_providers: string[] };
       expect(ready.active_providers).toEqual(['prov-qwen']);
-      const warnings = logLines(server.output()).filter((l) => l.level === 40);
+      // The log is written asynchronously: the warnings may follow the ready line by a moment.
+      let warnings = logLines(server.output()).filter((l) => l.level === 40);
+      for (let i = 0; i < 100 && warnings.length < 2; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        warnings = logLines(server.output()).filter((l) => l.level === 40);
+      }
       expect(warnings.map((w) => w.msg)).toEqual([
         'PROV_DEEPSEK_API_KEY is set but matches no setting: did you mean PROV_DEEPSEEK_API_KEY?',
         `TOLLGATE_CONFIG: "STREAMIN" in ${configFile} matches no setting: did you mean STREAMING?`,
