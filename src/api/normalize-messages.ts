@@ -1,7 +1,7 @@
 import { GatewayError } from '../errors.js';
 import type { ChatMessage, ContentPart, ImageSource, ToolCall } from '../providers/types.js';
 
-/** The message of every `invalid_messages` error (docs/errors.md); details follow it after a colon. */
+/** The message of the `invalid_messages` error for `messages` absent, not an array, or empty (docs/errors.md). */
 export const MESSAGES_REQUIRED = 'Messages array is required';
 
 type Json = Record<string, unknown>;
@@ -11,13 +11,14 @@ const IMAGE_TYPES = new Set(['image/png', 'image/jpeg', 'image/gif', 'image/webp
 const DATA_URL = /^data:([a-z0-9.+-]+\/[a-z0-9.+-]+)(?:;[a-z0-9-]+=[^;,]*)*;base64,/i;
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
 
-/**
- * A message that is not of its role's shape gets that message as it is (the parameter says where);
- * a tool result without its call, or an undecodable media URL, gets a sentence more.
- */
-function invalid(param: string, detail?: string): GatewayError {
-  const message = detail === undefined ? MESSAGES_REQUIRED : `${MESSAGES_REQUIRED}: ${detail}`;
+/** A message that is not of its role's shape: `param` says where, the message what is wrong there. */
+function invalid(param: string, message: string): GatewayError {
   return new GatewayError('invalid_messages', message, { param });
+}
+
+/** A content part of a type its message's role does not take. */
+function wrongPart(at: string, part: Json, role: string, takes: string): GatewayError {
+  return invalid(at, `${at} is of type ${JSON.stringify(part.type)}; ${role} message takes ${takes}.`);
 }
 
 /** `data:<type>;base64,<data>` → its media type and data; undefined when the URL is not of that form. */
@@ -41,15 +42,15 @@ function imageSource(url: string, param: string): ImageSource {
   throw invalid(param, `${param} must be a data: URL or an http(s) URL.`);
 }
 
-/** The text of content that may carry only text parts (system, developer, tool). */
-function textOnly(content: unknown, param: string): string {
+/** The text of content that may carry only text parts (system, developer, tool, function). */
+function textOnly(content: unknown, param: string, role: string): string {
   if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) throw invalid(`${param}.content`);
+  if (!Array.isArray(content)) {
+    throw invalid(`${param}.content`, `${param}.content is required: a ${role} message needs text.`);
+  }
   const texts: string[] = [];
   for (const [j, p] of (content as Json[]).entries()) {
-    if (p.type !== 'text') {
-      throw invalid(`${param}.content[${j}]`);
-    }
+    if (p.type !== 'text') throw wrongPart(`${param}.content[${j}]`, p, `a ${role}`, 'text parts only');
     texts.push(p.text as string);
   }
   return texts.join('\n');
@@ -57,7 +58,7 @@ function textOnly(content: unknown, param: string): string {
 
 function userContent(content: unknown, param: string): string | ContentPart[] {
   if (content === null || content === undefined) {
-    throw invalid(`${param}.content`);
+    throw invalid(`${param}.content`, `${param}.content is required: a user message needs content.`);
   }
   if (typeof content === 'string') return content;
   const parts: ContentPart[] = [];
@@ -92,7 +93,7 @@ function userContent(content: unknown, param: string): string | ContentPart[] {
           if (!inline)
             throw invalid(`${at}.file.file_data`, `${at}.file.file_data must be a base64 data: URL.`);
         } else if (file.file_id === undefined) {
-          throw invalid(`${at}.file`);
+          throw invalid(`${at}.file`, `${at}.file needs file_data or file_id.`);
         }
         parts.push({
           type: 'file',
@@ -104,7 +105,7 @@ function userContent(content: unknown, param: string): string | ContentPart[] {
         break;
       }
       default:
-        throw invalid(at);
+        throw wrongPart(at, p, 'a user', 'text, image_url, input_audio and file parts');
     }
   }
   // Text alone is a string, as it always was: the parts joined with newlines.
@@ -133,7 +134,7 @@ export function normalizeMessages(raw: readonly Json[]): ChatMessage[] {
     switch (m.role) {
       case 'system':
       case 'developer':
-        out.push(named({ role: m.role, content: textOnly(m.content, param) }));
+        out.push(named({ role: m.role, content: textOnly(m.content, param, m.role) }));
         break;
       case 'user':
         out.push(named({ role: 'user', content: userContent(m.content, param) }));
@@ -161,12 +162,15 @@ export function normalizeMessages(raw: readonly Json[]): ChatMessage[] {
           for (const [j, p] of (m.content as Json[]).entries()) {
             if (p.type === 'text') texts.push(p.text as string);
             else if (p.type === 'refusal') refusal = p.refusal as string;
-            else throw invalid(`${param}.content[${j}]`);
+            else throw wrongPart(`${param}.content[${j}]`, p, 'an assistant', 'text and refusal parts only');
           }
           text = texts.length > 0 ? texts.join('\n') : null;
         }
         if (text === null && toolCalls.length === 0 && refusal === undefined) {
-          throw invalid(`${param}.content`);
+          throw invalid(
+            `${param}.content`,
+            `${param}.content is required: an assistant message needs content, tool_calls, function_call or refusal.`,
+          );
         }
         const message: ChatMessage = { role: 'assistant', content: text };
         if (toolCalls.length > 0) {
@@ -179,7 +183,10 @@ export function normalizeMessages(raw: readonly Json[]): ChatMessage[] {
       }
       case 'tool': {
         if (typeof m.tool_call_id !== 'string') {
-          throw invalid(`${param}.tool_call_id`);
+          throw invalid(
+            `${param}.tool_call_id`,
+            `${param}.tool_call_id is required: a tool message answers a call.`,
+          );
         }
         const call = open.get(m.tool_call_id);
         if (!call) {
@@ -193,7 +200,7 @@ export function normalizeMessages(raw: readonly Json[]): ChatMessage[] {
           role: 'tool',
           toolCallId: call.id,
           name: call.name,
-          content: textOnly(m.content, param),
+          content: textOnly(m.content, param, 'tool'),
         });
         break;
       }
@@ -211,7 +218,7 @@ export function normalizeMessages(raw: readonly Json[]): ChatMessage[] {
           role: 'tool',
           toolCallId: call.id,
           name: call.name,
-          content: textOnly(m.content, param),
+          content: textOnly(m.content, param, 'function'),
         });
         break;
       }

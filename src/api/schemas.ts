@@ -13,9 +13,26 @@ export interface RequestLimits {
 
 type Schema = Record<string, unknown>;
 
+/**
+ * How many items each list of a chat request may hold (the messages: `RequestLimits.maxMessages`). The
+ * validator checks a list's length before it looks at any of its items (docs/api.md, "Limits").
+ */
+export const LIST_LIMITS = {
+  /** Parts of one message's `content`: room for OpenAI's 500 images of a request, with text between them. */
+  contentParts: 1000,
+  /** `tools`, `functions`, and one assistant message's `tool_calls`: OpenAI's own limit. */
+  tools: 128,
+  toolCalls: 128,
+  stop: 4,
+  logitBias: 300,
+  metadata: 16,
+  modalities: 2,
+} as const;
+
 const nullable = (schema: Schema): Schema => ({ anyOf: [schema, { type: 'null' }] });
 
 export const textPartSchema: Schema = {
+  title: 'text part',
   type: 'object',
   required: ['type', 'text'],
   properties: { type: { const: 'text' }, text: { type: 'string' } },
@@ -32,6 +49,7 @@ function part(type: string, body: Schema): Schema {
  * refusals).
  */
 export const contentPartSchema: Schema = {
+  title: 'content part',
   type: 'object',
   required: ['type'],
   properties: { type: { enum: ['text', 'image_url', 'input_audio', 'file', 'refusal'] } },
@@ -68,6 +86,7 @@ const shortString: Schema = { type: 'string', minLength: 1, maxLength: 256 };
 const functionName: Schema = { type: 'string', pattern: '^[a-zA-Z0-9_-]{1,64}$' };
 
 export const toolCallSchema: Schema = {
+  title: 'tool call',
   type: 'object',
   required: ['id', 'type', 'function'],
   properties: {
@@ -82,6 +101,7 @@ export const toolCallSchema: Schema = {
 };
 
 export const messageSchema: Schema = {
+  title: 'message',
   type: 'object',
   required: ['role'],
   properties: {
@@ -90,10 +110,14 @@ export const messageSchema: Schema = {
       description:
         'The message text, or an array of parts (text parts are joined with newlines). null only on an ' +
         'assistant message with tool_calls.',
-      anyOf: [{ type: 'string' }, { type: 'array', minItems: 1, items: contentPartSchema }, { type: 'null' }],
+      anyOf: [
+        { type: 'string' },
+        { type: 'array', minItems: 1, maxItems: LIST_LIMITS.contentParts, items: contentPartSchema },
+        { type: 'null' },
+      ],
     },
     name: shortString,
-    tool_calls: { type: 'array', maxItems: 128, items: toolCallSchema },
+    tool_calls: { type: 'array', maxItems: LIST_LIMITS.toolCalls, items: toolCallSchema },
     tool_call_id: { ...shortString, description: 'On a tool message: the id of the call it answers.' },
     function_call: {
       description: 'Legacy form of one tool call.',
@@ -111,6 +135,7 @@ export const messageSchema: Schema = {
 };
 
 const functionSchema: Schema = {
+  title: 'function',
   type: 'object',
   required: ['name'],
   properties: {
@@ -122,14 +147,21 @@ const functionSchema: Schema = {
 };
 
 export const toolSchema: Schema = {
+  title: 'tool',
   type: 'object',
   required: ['type', 'function'],
   properties: { type: { const: 'function' }, function: functionSchema },
 };
 
+/** The `type` picks the one branch a response format is checked against (and the one an error is about). */
 export const responseFormatSchema: Schema = {
-  anyOf: [
-    { type: 'object', required: ['type'], properties: { type: { enum: ['text', 'json_object'] } } },
+  type: 'object',
+  required: ['type'],
+  properties: { type: { enum: ['text', 'json_object', 'json_schema'] } },
+  discriminator: { propertyName: 'type' },
+  oneOf: [
+    { type: 'object', required: ['type'], properties: { type: { const: 'text' } } },
+    { type: 'object', required: ['type'], properties: { type: { const: 'json_object' } } },
     {
       type: 'object',
       required: ['type', 'json_schema'],
@@ -178,11 +210,11 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
       stop: nullable({
         anyOf: [
           { type: 'string', minLength: 1 },
-          { type: 'array', maxItems: 4, items: { type: 'string', minLength: 1 } },
+          { type: 'array', maxItems: LIST_LIMITS.stop, items: { type: 'string', minLength: 1 } },
         ],
       }),
       user: nullable(shortString),
-      tools: nullable({ type: 'array', maxItems: 128, items: toolSchema }),
+      tools: nullable({ type: 'array', maxItems: LIST_LIMITS.tools, items: toolSchema }),
       tool_choice: nullable({
         anyOf: [
           { enum: ['none', 'auto', 'required'] },
@@ -198,7 +230,7 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
       }),
       parallel_tool_calls: nullable({ type: 'boolean' }),
       functions: {
-        ...nullable({ type: 'array', minItems: 1, maxItems: 128, items: functionSchema }),
+        ...nullable({ type: 'array', minItems: 1, maxItems: LIST_LIMITS.tools, items: functionSchema }),
         description: 'Legacy form of tools.',
       },
       function_call: {
@@ -217,15 +249,19 @@ export function chatRequestSchema(limits: RequestLimits): Schema {
       reasoning_effort: nullable({ enum: ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] }),
       logit_bias: nullable({
         type: 'object',
-        maxProperties: 300,
+        maxProperties: LIST_LIMITS.logitBias,
         additionalProperties: { type: 'number', minimum: -100, maximum: 100 },
       }),
       metadata: nullable({
         type: 'object',
-        maxProperties: 16,
+        maxProperties: LIST_LIMITS.metadata,
         additionalProperties: { type: 'string', maxLength: 512 },
       }),
-      modalities: nullable({ type: 'array', items: { enum: ['text', 'audio'] } }),
+      modalities: nullable({
+        type: 'array',
+        maxItems: LIST_LIMITS.modalities,
+        items: { enum: ['text', 'audio'] },
+      }),
       audio: nullable({ type: 'object' }),
       prediction: nullable({ type: 'object' }),
       service_tier: nullable(shortString),

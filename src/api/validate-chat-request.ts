@@ -22,17 +22,19 @@ type Body = Record<string, unknown>;
  * (`chatRequestSchema`), so the document and the server cannot disagree, then checks what a schema cannot
  * say (each role's shape, tool results paired with their calls, a tool choice naming an offered tool). A
  * failing body becomes one error, in the documented precedence (docs/api.md): messages (400
- * invalid_messages, "Messages array is required") → stream (400 streaming_not_supported) → the other
- * fields (400 invalid_request naming the field). Unknown fields are ignored, as OpenAI clients send more
- * than Tollgate uses.
+ * invalid_messages) → stream (400 streaming_not_supported) → the other fields (400 invalid_request), each
+ * naming the field in `param` and saying what is wrong with it. Unknown fields are ignored, as OpenAI
+ * clients send more than Tollgate uses.
+ *
+ * The schema is checked up to its first failing keyword, not to the end (`allErrors` off), and a list's
+ * length before its items, so a refused body costs no more than the part of it read up to the problem.
  */
 export function createChatRequestValidator(limits: ValidationLimits): (body: unknown) => ChatRequest {
-  const schema = chatRequestSchema(limits);
-  const ajv = new Ajv2020({ allErrors: true, strict: true, discriminator: true });
-  const check = ajv.compile(schema);
-  const expectations = describeFields(schema);
+  // verbose: each error carries its value and the schema it failed, which the message is written from.
+  const ajv = new Ajv2020({ allErrors: false, verbose: true, strict: true, discriminator: true });
+  const check = ajv.compile(chatRequestSchema(limits));
   return (body) => {
-    if (!check(body)) throw toError(check.errors ?? [], body, limits, expectations);
+    if (!check(body)) throw toError(check.errors ?? [], body);
     return toChatRequest(body as Body);
   };
 }
@@ -231,33 +233,43 @@ function pointerOf(e: ErrorObject): string {
   return e.instancePath;
 }
 
-function toError(
-  errors: ErrorObject[],
-  body: unknown,
-  limits: ValidationLimits,
-  expectations: Map<string, string>,
-): GatewayError {
-  const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
-  const messageErrors = errors.filter((e) => pointerOf(e).startsWith('/messages') || e.instancePath === '');
-  if (!isObject || messageErrors.length > 0) {
-    const tooMany = messageErrors.find((e) => e.instancePath === '/messages' && e.keyword === 'maxItems');
-    if (tooMany) {
-      const got = Array.isArray((body as Body).messages) ? ((body as Body).messages as unknown[]).length : 0;
-      return new GatewayError(
-        'invalid_messages',
-        `${MESSAGES_REQUIRED}: at most ${limits.maxMessages} messages are accepted per request (got ${got}).`,
-        { param: 'messages' },
-      );
+/** A list too long or empty: said as such rather than as the alternatives the value failed. */
+function isCountError(e: ErrorObject): boolean {
+  return e.keyword === 'maxItems' || e.keyword === 'minItems' || e.keyword === 'maxProperties';
+}
+
+/**
+ * The error that says most precisely what is wrong. The deepest (`messages[2].content[0].text` rather than
+ * `messages[2].content`); at the same place, a count error; else the last one, which for a value that
+ * matched none of a field's forms (`anyOf`) is the one that lists them all.
+ */
+function culpritOf(errors: readonly ErrorObject[]): ErrorObject {
+  let culprit = errors[0] as ErrorObject;
+  let depth = -1;
+  for (const e of errors) {
+    const d = pointerOf(e).split('/').length;
+    if (d > depth || (d === depth && !isCountError(culprit))) {
+      culprit = e;
+      depth = d;
     }
-    // The deepest error says most precisely what is wrong (e.g. messages[2].content[0].text).
-    let deepest = 'messages';
-    for (const e of messageErrors) {
-      const param = toParam(pointerOf(e));
-      if (param.length > deepest.length) deepest = param;
-    }
-    return new GatewayError('invalid_messages', MESSAGES_REQUIRED, { param: deepest });
   }
-  // The messages passed the schema: what only code can check about them still comes first.
+  return culprit;
+}
+
+function toError(errors: readonly ErrorObject[], body: unknown): GatewayError {
+  const culprit = culpritOf(errors);
+  const pointer = pointerOf(culprit);
+  const isObject = typeof body === 'object' && body !== null && !Array.isArray(body);
+  // No object, or `messages` absent, not an array, or empty: the message the API has always given.
+  if (!isObject || pointer === '' || (pointer === '/messages' && culprit.keyword !== 'maxItems')) {
+    return new GatewayError('invalid_messages', MESSAGES_REQUIRED, { param: 'messages' });
+  }
+  const param = toParam(pointer);
+  if (pointer.startsWith('/messages/') || pointer === '/messages') {
+    return new GatewayError('invalid_messages', whatIsWrong(culprit, param), { param });
+  }
+  // The schema looks at `messages` first, so they passed it: what only code can check about them still
+  // comes before the other fields.
   normalizeMessages((body as Body).messages as Body[]);
   if ((body as Body).stream === true) {
     return new GatewayError(
@@ -266,35 +278,59 @@ function toError(
       { param: 'stream' },
     );
   }
-  const first = errors[0] as ErrorObject;
-  const path = toParam(pointerOf(first));
-  const field = path.split(/[.[]/)[0] ?? '';
-  // A top-level field is described from the schema; a nested one (tools[0].function.name) by what failed.
-  const expected =
-    path === field
-      ? `expected ${expectations.get(field) ?? 'a valid value'}`
-      : (first.message ?? 'not a valid value');
-  return new GatewayError('invalid_request', `Invalid value for '${path}': ${expected}.`, { param: path });
+  return invalidRequest(param, whatIsWrong(culprit, param));
 }
 
-/** A short English description of what each top-level field accepts, read off the schema itself. */
-function describeFields(schema: Schema): Map<string, string> {
-  const out = new Map<string, string>();
-  for (const [name, property] of Object.entries(schema.properties as Record<string, Schema>)) {
-    out.set(name, describe(property));
+/** One sentence naming the field, what it must be, and what it was. */
+function whatIsWrong(e: ErrorObject, param: string): string {
+  const schema = e.parentSchema as Schema;
+  switch (e.keyword) {
+    case 'required':
+      return `${param} is required.`;
+    case 'maxItems':
+      return `${param} has ${(e.data as unknown[]).length} ${pluralOf(schema.items as Schema)}; at most ${schema.maxItems} are accepted.`;
+    case 'maxProperties':
+      return `${param} has ${Object.keys(e.data as object).length} keys; at most ${schema.maxProperties} are accepted.`;
+    case 'minItems':
+      return `${param} must not be empty.`;
+    default:
+      return `${param} must be ${describe(schema)}; got ${describeValue(e.data)}.`;
   }
-  return out;
 }
 
+/** The value a caller sent, briefly: a string quoted (its start only), a number as it is, else its kind. */
+function describeValue(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return value.length === 0 ? 'an empty array' : 'an array';
+  if (typeof value === 'object') return 'an object';
+  if (typeof value === 'string') {
+    return value.length > 40 ? `${JSON.stringify(value.slice(0, 40))}…` : JSON.stringify(value);
+  }
+  return String(value);
+}
+
+/** What the items of a list are called: the title of their schema, what they must be, or "items". */
+function pluralOf(items: Schema): string {
+  if (typeof items.title === 'string') return `${items.title}s`;
+  if (items.type === 'string' || items.type === 'number' || items.type === 'integer') {
+    return `${describe(items).replace(/^an? /, '')}s`;
+  }
+  return 'items';
+}
+
+/** A short English description of what a schema accepts, read off the schema itself. */
 function describe(schema: Schema): string {
-  const variants = (schema.anyOf as Schema[] | undefined)?.filter((s) => s.type !== 'null');
-  if (variants) return variants.map(describe).join(' or ');
+  const variants = ((schema.anyOf ?? schema.oneOf) as Schema[] | undefined)?.filter((s) => s.type !== 'null');
+  if (variants && schema.type === undefined) return variants.map(describe).join(' or ');
   if ('const' in schema) return JSON.stringify(schema.const);
   if (Array.isArray(schema.enum)) return `one of ${schema.enum.map((v) => JSON.stringify(v)).join(', ')}`;
   switch (schema.type) {
     case 'string': {
+      const kind =
+        typeof schema.minLength === 'number' && schema.minLength > 0 ? 'a non-empty string' : 'a string';
       const max = schema.maxLength === undefined ? '' : ` of at most ${schema.maxLength} characters`;
-      return `a non-empty string${max}`;
+      const pattern = schema.pattern === undefined ? '' : ` matching ${schema.pattern}`;
+      return `${kind}${max}${pattern}`;
     }
     case 'integer':
     case 'number': {
@@ -304,13 +340,21 @@ function describe(schema: Schema): string {
       }
       return noun;
     }
+    case 'boolean':
+      return 'true or false';
     case 'array': {
-      const noun = `${describe(schema.items as Schema).replace(/^an? /, '')}s`;
+      const noun = pluralOf(schema.items as Schema);
       return schema.maxItems === undefined
         ? `an array of ${noun}`
         : `an array of at most ${schema.maxItems} ${noun}`;
     }
+    case 'object': {
+      const required = (schema.required as string[] | undefined) ?? [];
+      return required.length === 0
+        ? 'an object'
+        : `an object with ${required.map((k) => `"${k}"`).join(', ')}`;
+    }
     default:
-      return String(schema.type ?? 'a valid value');
+      return 'a valid value';
   }
 }

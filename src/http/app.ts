@@ -12,7 +12,7 @@ import type { Config } from '../config/index.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { clientIp } from '../dashboard/request-info.js';
 import { errorBody, GatewayError } from '../errors.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan } from '../json-depth.js';
+import { jsonShapeProblem } from '../json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { PerMillisecond, timeToString } from '../random.js';
 import { VERSION } from '../version.js';
@@ -120,18 +120,30 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     done();
   });
 
-  // A body nested too deeply is refused before anything walks it recursively.
-  app.addHook('preValidation', (request, _reply, done) => {
-    if (request.body !== undefined && nestsDeeperThan(request.body, MAX_JSON_DEPTH)) {
+  // A JSON body nested too deeply, or holding too many values, is refused from its text, before JSON.parse
+  // builds it and before anything walks it recursively; the rest is Fastify's own JSON parser (which also
+  // refuses the prototype-poisoning keys).
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const problem = jsonShapeProblem(body as string);
+    if (problem === undefined) parseJson(request, body as string, done);
+    else if (problem.kind === 'too_deep') {
       done(
         new GatewayError(
           'invalid_json',
-          `Request body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep.`,
+          `Request body nests arrays and objects more than ${problem.limit} levels deep.`,
         ),
+        undefined,
       );
-      return;
+    } else {
+      done(
+        new GatewayError(
+          'request_too_large',
+          `Request body holds more than ${problem.limit} JSON values (objects, arrays, keys, strings, numbers, literals).`,
+        ),
+        undefined,
+      );
     }
-    done();
   });
 
   // Once a graceful stop has begun, every answer closes its connection: a client's idle keep-alive

@@ -21,7 +21,9 @@ async function send(payload: string | Buffer, headers: Record<string, string> = 
     headers: { authorization: `Bearer ${h.key}`, 'content-type': 'application/json', ...headers },
     payload,
   });
-  const body = JSON.parse(res.body) as { error?: { message: string; type: string; code: string } };
+  const body = JSON.parse(res.body) as {
+    error?: { message: string; type: string; code: string; param?: string };
+  };
   return { status: res.statusCode, body };
 }
 
@@ -89,6 +91,74 @@ describe('malformed bodies', () => {
     '{"constructor": {"prototype": {"x": 1}}, "messages": [{"role": "user", "content": "hi"}]}',
   ])('400 invalid_json for prototype-poisoning keys %s', async (payload) => {
     expectClientError(await send(payload), 400, 'invalid_json');
+  });
+});
+
+describe('bodies that would be costly to walk', () => {
+  it('413 request_too_large for more than 100,000 JSON values, read off the text before parsing', async () => {
+    const values = `{"messages":[{"role":"user","content":"hi"}],"stop":[${new Array(100_000).fill(1).join(',')}]}`;
+    expect(values.length).toBeLessThan(256 * 1024);
+    const res = await send(values);
+    expectClientError(res, 413, 'request_too_large');
+    expect(res.body.error?.message).toContain('100000 JSON values');
+  });
+
+  it('400 invalid_json for arrays and objects nested more than 64 levels deep', async () => {
+    const res = await send(
+      `{"messages":[{"role":"user","content":"hi"}],"metadata":${'['.repeat(65)}${']'.repeat(65)}}`,
+    );
+    expectClientError(res, 400, 'invalid_json');
+    expect(res.body.error?.message).toBe('Request body nests arrays and objects more than 64 levels deep.');
+  });
+
+  it('400 invalid_messages naming a content with more parts than allowed, and both counts', async () => {
+    const parts = new Array(1001).fill({ type: 'text', text: 'a' });
+    const res = await send(JSON.stringify({ messages: [{ role: 'user', content: parts }] }));
+    expectClientError(res, 400, 'invalid_messages');
+    expect(res.body.error).toMatchObject({
+      message: 'messages[0].content has 1001 content parts; at most 1000 are accepted.',
+      param: 'messages[0].content',
+    });
+  });
+
+  it('400 invalid_request naming tools when there are more than 128', async () => {
+    const tools = new Array(400).fill({});
+    const res = await send(JSON.stringify({ messages: [{ role: 'user', content: 'hi' }], tools }));
+    expectClientError(res, 400, 'invalid_request');
+    expect(res.body.error).toMatchObject({
+      message: 'tools has 400 tools; at most 128 are accepted.',
+      param: 'tools',
+    });
+  });
+});
+
+describe('errors that say what is wrong where', () => {
+  it('a message of an unknown role: invalid_messages naming its role and the roles there are', async () => {
+    const messages = [
+      { role: 'user', content: 'hi' },
+      { role: 'bot', content: 'hello' },
+    ];
+    const res = await send(JSON.stringify({ messages }));
+    expectClientError(res, 400, 'invalid_messages');
+    expect(res.body.error).toMatchObject({
+      message:
+        'messages[1].role must be one of "system", "developer", "user", "assistant", "tool", "function"; got "bot".',
+      param: 'messages[1].role',
+    });
+  });
+
+  it('a json_schema response format without a name: invalid_request naming response_format.json_schema.name', async () => {
+    const res = await send(
+      JSON.stringify({
+        messages: [{ role: 'user', content: 'hi' }],
+        response_format: { type: 'json_schema', json_schema: { schema: { type: 'object' } } },
+      }),
+    );
+    expectClientError(res, 400, 'invalid_request');
+    expect(res.body.error).toMatchObject({
+      message: 'response_format.json_schema.name is required.',
+      param: 'response_format.json_schema.name',
+    });
   });
 });
 

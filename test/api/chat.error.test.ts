@@ -69,25 +69,50 @@ describe('validation: messages first, then stream', () => {
     ['null', { messages: null }],
     ['a string', { messages: 'hi' }],
     ['an object', { messages: { role: 'user', content: 'hi' } }],
-    ['an item without role', { messages: [{ content: 'hi' }] }],
-    ['an unknown role', { messages: [{ role: 'robot', content: 'hi' }] }],
-    ['a tool message without tool_call_id', { messages: [{ role: 'tool', content: 'hi' }] }],
-    ['a non-string content', { messages: [{ role: 'user', content: 5 }] }],
-    ['a null content', { messages: [{ role: 'user', content: null }] }],
+  ])('400 invalid_messages "Messages array is required" when messages is %s', async (_label, body) => {
+    const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
+    expect(error.message).toBe('Messages array is required');
+    expect(error.param).toBe('messages');
+  });
+
+  it.each([
+    ['an item without role', { messages: [{ content: 'hi' }] }, 'messages[0].role is required.'],
+    [
+      'an unknown role',
+      { messages: [{ role: 'robot', content: 'hi' }] },
+      'messages[0].role must be one of "system", "developer", "user", "assistant", "tool", "function"; got "robot".',
+    ],
+    [
+      'a tool message without tool_call_id',
+      { messages: [{ role: 'tool', content: 'hi' }] },
+      'messages[0].tool_call_id is required: a tool message answers a call.',
+    ],
+    [
+      'a non-string content',
+      { messages: [{ role: 'user', content: 5 }] },
+      'messages[0].content must be a string or an array of at most 1000 content parts; got 5.',
+    ],
+    [
+      'a null content',
+      { messages: [{ role: 'user', content: null }] },
+      'messages[0].content is required: a user message needs content.',
+    ],
     [
       'an image part in a system message',
       { messages: [{ role: 'system', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] },
+      'messages[0].content[0] is of type "image_url"; a system message takes text parts only.',
     ],
-    ['a null item', { messages: [null] }],
-  ])('400 invalid_messages when messages is %s', async (_label, body) => {
+    ['a null item', { messages: [null] }, 'messages[0] must be an object with "role"; got null.'],
+  ])('400 invalid_messages saying what is wrong when messages has %s', async (_label, body, message) => {
     const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
-    expect(error.message).toBe('Messages array is required');
+    expect(error.message).toBe(message);
+    expect(message.startsWith(`${error.param} `)).toBe(true);
   });
 
   it('400 invalid_messages naming the part for an image URL that is neither data: nor http(s)', async () => {
     const body = { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'x' } }] }] };
     const error = expectError(await h.chat(body), 400, 'invalid_messages', 'invalid_request_error');
-    expect(error.message).toMatch(/^Messages array is required: /);
+    expect(error.message).toBe('messages[0].content[0].image_url.url must be a data: URL or an http(s) URL.');
     expect(error.param).toBe('messages[0].content[0].image_url.url');
   });
 

@@ -171,7 +171,8 @@ describe('tool calling requests', () => {
   ])('refuses %s with invalid_messages naming the field', (_what, body, param) => {
     const e = errorOf(body);
     expect(e.code).toBe('invalid_messages');
-    expect(e.message.startsWith('Messages array is required')).toBe(true);
+    // The message says what is wrong with the item it names.
+    expect(e.message.startsWith(`${param} `)).toBe(true);
     expect(e.param).toBe(param);
   });
 
