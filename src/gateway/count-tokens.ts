@@ -2,8 +2,8 @@ import { AUDIO_BYTES_PER_TOKEN } from '../billing/estimate.js';
 import type { ChoiceResult, UpstreamCallSpec } from '../providers/types.js';
 import type { TokenCounter } from './token-counter.js';
 
-async function sum(counter: TokenCounter, texts: string[]): Promise<number> {
-  const { counts } = await counter.count(texts);
+async function sum(counter: TokenCounter, texts: string[], owner?: string): Promise<number> {
+  const { counts } = await counter.count(texts, owner);
   let total = 0;
   for (const n of counts) total += n;
   return total;
@@ -21,6 +21,7 @@ export function countPromptTokens(
   spec: Pick<UpstreamCallSpec, 'messages' | 'tools' | 'responseFormat'>,
   imageTokens: number,
   counter: TokenCounter,
+  owner?: string,
 ): Promise<number> {
   const texts: string[] = [];
   let fixed = 3;
@@ -43,13 +44,14 @@ export function countPromptTokens(
   }
   if (spec.tools !== undefined) texts.push(JSON.stringify(spec.tools));
   if (spec.responseFormat?.type === 'json_schema') texts.push(JSON.stringify(spec.responseFormat));
-  return sum(counter, texts).then((n) => n + fixed);
+  return sum(counter, texts, owner).then((n) => n + fixed);
 }
 
 /** Counts what the choices wrote: their text, refusals and tool calls (off the event loop, bounded). */
 export function countCompletionTokens(
   choices: readonly ChoiceResult[],
   counter: TokenCounter,
+  owner?: string,
 ): Promise<number> {
   const texts: string[] = [];
   for (const choice of choices) {
@@ -57,5 +59,5 @@ export function countCompletionTokens(
     if (choice.refusal !== undefined) texts.push(choice.refusal);
     for (const call of choice.toolCalls) texts.push(call.name, call.arguments);
   }
-  return sum(counter, texts);
+  return sum(counter, texts, owner);
 }

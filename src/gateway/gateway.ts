@@ -309,13 +309,13 @@ export class Gateway {
     const { tokenCounter } = this.deps;
     let estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
     const promptTokens =
-      usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens, tokenCounter));
+      usage.promptTokens ?? (await countPromptTokens(req, provider.imageTokens, tokenCounter, ctx.accountId));
     let completionTokens: number;
     if (cut === undefined) {
       completionTokens =
-        usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter));
+        usage.completionTokens ?? (await countCompletionTokens(result.choices, tokenCounter, ctx.accountId));
     } else {
-      const counted = await countCompletionTokens(result.choices, tokenCounter);
+      const counted = await countCompletionTokens(result.choices, tokenCounter, ctx.accountId);
       completionTokens = Math.max(usage.completionTokens ?? 0, counted);
       estimated = estimated || counted > (usage.completionTokens ?? 0);
     }
