@@ -28,7 +28,7 @@ const DEFAULT_IDLE_MS = 30_000;
  * About how many characters a thread counts at a time: a long text is cut into pieces of this size, so a
  * job waiting for a thread waits for one piece, never for the whole of a long text.
  */
-const PIECE_CHARS = 4_096;
+const PIECE_CHARS = 2_048;
 
 export interface TokenCount {
   /** One count per text. */
@@ -90,21 +90,26 @@ function isAsciiLetter(code: number): boolean {
 }
 
 /**
- * The first place at or after `from` where `text` can be cut without changing its count (-1: none): a
- * space between two ASCII letters. The o200k pre-tokenizer ends a run of letters before a space and starts
- * the next word with it, and BPE never merges across pre-tokens, so the counts of the two sides add up to
- * the count of the whole.
+ * Whether `text` can be cut before index `i` without changing its count: at a space between two ASCII
+ * letters. The o200k pre-tokenizer ends a run of letters before a space and starts the next word with it,
+ * and BPE never merges across pre-tokens, so the counts of the two sides add up to the count of the whole.
  */
-function cutPoint(text: string, from: number): number {
-  for (let i = Math.max(1, from); i < text.length - 1; i++) {
-    if (
-      text.charCodeAt(i) === 32 &&
-      isAsciiLetter(text.charCodeAt(i - 1)) &&
-      isAsciiLetter(text.charCodeAt(i + 1))
-    ) {
-      return i;
-    }
-  }
+function canCut(text: string, i: number): boolean {
+  return (
+    text.charCodeAt(i) === 32 &&
+    isAsciiLetter(text.charCodeAt(i - 1)) &&
+    isAsciiLetter(text.charCodeAt(i + 1))
+  );
+}
+
+/**
+ * Where to end a piece of `text` that starts at `start` (-1: nowhere, the rest stays whole): the last
+ * place `canCut` allows within `PIECE_CHARS`, else the first one after.
+ */
+function cutPoint(text: string, start: number): number {
+  const limit = Math.min(start + PIECE_CHARS, text.length - 2);
+  for (let i = limit; i > start; i--) if (canCut(text, i)) return i;
+  for (let i = limit + 1; i < text.length - 1; i++) if (canCut(text, i)) return i;
   return -1;
 }
 
@@ -126,7 +131,7 @@ function piecesOf(job: Job): Piece[] {
   job.texts.forEach((text, index) => {
     let start = 0;
     while (text.length - start > PIECE_CHARS) {
-      const cut = cutPoint(text, start + PIECE_CHARS);
+      const cut = cutPoint(text, start);
       if (cut === -1) break;
       add(index, text.slice(start, cut));
       start = cut;
@@ -138,9 +143,10 @@ function piecesOf(job: Job): Piece[] {
 
 /**
  * Counts tokens with the o200k tokenizer on worker threads (`threads`, 1 by default), each job bounded in
- * time: a job not answered `timeoutMs` after it was asked gets byte counts (an upper bound); if a piece of
- * it was running, that thread is terminated (a thread stuck in a long merge cannot be interrupted
- * otherwise) and a new one starts loading the tokenizer.
+ * time: a job not answered `timeoutMs` after it was asked gets byte counts (an upper bound). A thread
+ * counting a piece of it longer than `PIECE_CHARS` (a text that could not be cut, maybe stuck in a long
+ * merge, which cannot be interrupted otherwise) is then terminated and a new one starts loading the
+ * tokenizer; a shorter piece is left to finish.
  *
  * Fair between owners: jobs are counted in pieces (`PIECE_CHARS`), and the owners with pieces waiting
  * take turns, one piece each, whenever a thread is free; of one owner's jobs, the one with the least left
@@ -270,13 +276,17 @@ export class TokenCounter {
     this.drop(job);
   }
 
-  /** A job past its deadline gets byte counts; a thread still counting a piece of it goes. */
+  /**
+   * A job past its deadline gets byte counts. A thread still counting a piece of it that could not be cut
+   * to size goes; a piece of at most `PIECE_CHARS` is left to finish (soon), its count unused.
+   */
   private giveUp(job: Job): void {
     this.fail(job);
     for (const thread of [...this.threads]) {
-      if (thread.piece?.piece.job !== job) continue;
-      // Stuck in a long merge: only ending the thread stops it. A new one starts loading the tokenizer at
-      // once, so the next jobs do not wait for that.
+      const running = thread.piece?.piece;
+      if (running?.job !== job || running.chars <= PIECE_CHARS) continue;
+      // Maybe stuck in a long merge: only ending the thread stops it. A new one starts loading the
+      // tokenizer at once, so the next jobs do not wait for that.
       this.end(thread);
       this.spawn();
     }

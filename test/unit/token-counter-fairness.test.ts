@@ -95,6 +95,7 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
       '',
       'short',
       `${words(9_000, 4)}\n${mixed(9_000, 5)}`,
+      ...Array.from({ length: 20 }, (_, i) => mixed(8_000, 10 + i)),
       ...Array.from({ length: 300 }, (_, i) => mixed(40, 100 + i)),
     ];
     const result = await counter.count(texts);
@@ -137,7 +138,7 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
     counter = new TokenCounter(100_000);
     await warm(counter);
     let longSettled = false;
-    const long = counter.count([words(4_000_000, 3_000, VOCABULARY)], 'account-a').then((r) => {
+    const long = counter.count([words(1_000_000, 3_000, VOCABULARY)], 'account-a').then((r) => {
       longSettled = true;
       return r;
     });
@@ -163,6 +164,24 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
     expect(short.result).toEqual({ counts: [countTokens('a short question')], exact: true });
     expect(short.longDoneBefore).toBeLessThanOrEqual(3);
     await Promise.all(longs);
+  });
+
+  it('a long text cut in pieces, past its deadline, leaves its thread running', async () => {
+    counter = new TokenCounter(100);
+    await warm(counter);
+    const pool = (counter as unknown as { threads: unknown[] }).threads;
+    const [thread] = pool;
+    const text = words(2_000_000, 4_000, VOCABULARY);
+    expect(await counter.count([text], 'account-a')).toEqual({
+      counts: [Buffer.byteLength(text)],
+      exact: false,
+    });
+    // Its piece then running was let finish: the thread that had loaded the tokenizer still counts.
+    expect(pool).toEqual([thread]);
+    expect(await counter.count(['Hello, world!'], 'account-b')).toEqual({
+      counts: [countTokens('Hello, world!')],
+      exact: true,
+    });
   });
 
   it('with two threads, a short job is counted while a stuck one holds the other', async () => {
