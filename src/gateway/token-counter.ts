@@ -30,6 +30,23 @@ const DEFAULT_IDLE_MS = 30_000;
  */
 const PIECE_CHARS = 2_048;
 
+/**
+ * The longest piece a cut makes: a piece ends at the first cut point past `PIECE_CHARS` and within this.
+ * A longer piece is a text with no cut point in reach, which can take the tokenizer very long.
+ */
+const LONGEST_PIECE = 2 * PIECE_CHARS;
+
+/**
+ * Where a text can be cut without changing its count: before a character that is neither a letter, a mark,
+ * a digit nor a line break, between a letter (or mark) and a letter — a space between two words, a comma
+ * or full stop between two CJK characters. The o200k pre-tokenizer ends a run of letters at such a
+ * character and starts the next word with it, and BPE never merges across pre-tokens, so the counts of the
+ * two sides add up to the count of the whole. Not before `'` (a contraction's `'s` stays with its word),
+ * nor `_`, which joins the words of special tokens like `<|im_start|>` (a text holding one is refused by
+ * the tokenizer, whole or in pieces).
+ */
+const CUT = /(?<=[\p{L}\p{M}])[^\r\n\p{L}\p{M}\p{N}'_](?=\p{L})/u;
+
 export interface TokenCount {
   /** One count per text. */
   counts: number[];
@@ -85,37 +102,20 @@ function estimate(job: Job): TokenCount {
   return { counts: job.texts.map((t) => Buffer.byteLength(t, 'utf8')), exact: false };
 }
 
-function isAsciiLetter(code: number): boolean {
-  return (code >= 65 && code <= 90) || (code >= 97 && code <= 122);
-}
-
 /**
- * Whether `text` can be cut before index `i` without changing its count: at a space between two ASCII
- * letters. The o200k pre-tokenizer ends a run of letters before a space and starts the next word with it,
- * and BPE never merges across pre-tokens, so the counts of the two sides add up to the count of the whole.
- */
-function canCut(text: string, i: number): boolean {
-  return (
-    text.charCodeAt(i) === 32 &&
-    isAsciiLetter(text.charCodeAt(i - 1)) &&
-    isAsciiLetter(text.charCodeAt(i + 1))
-  );
-}
-
-/**
- * Where to end a piece of `text` that starts at `start` (-1: nowhere, the rest stays whole): the last
- * place `canCut` allows within `PIECE_CHARS`, else the first one after.
+ * Where to end a piece of `text` that starts at `start`: the first cut point (`CUT`) past `PIECE_CHARS`
+ * and within `LONGEST_PIECE`; -1 when there is none, and the rest stays whole. Only that stretch is
+ * searched: the event loop reads at most `LONGEST_PIECE - PIECE_CHARS` characters per piece.
  */
 function cutPoint(text: string, start: number): number {
-  const limit = Math.min(start + PIECE_CHARS, text.length - 2);
-  for (let i = limit; i > start; i--) if (canCut(text, i)) return i;
-  for (let i = limit + 1; i < text.length - 1; i++) if (canCut(text, i)) return i;
-  return -1;
+  const from = start + PIECE_CHARS;
+  const found = CUT.exec(text.slice(from - 1, start + LONGEST_PIECE + 1));
+  return found === null ? -1 : from - 1 + found.index;
 }
 
 /**
- * A job's texts in pieces of about `PIECE_CHARS` characters: a longer text is cut where `cutPoint`
- * allows (one it cannot cut stays whole), shorter ones share a piece.
+ * A job's texts in pieces of about `PIECE_CHARS` characters: a text longer than `LONGEST_PIECE` is cut
+ * where `cutPoint` allows (from where it cannot, it stays whole), shorter ones share a piece.
  */
 function piecesOf(job: Job): Piece[] {
   const pieces: Piece[] = [];
@@ -130,7 +130,7 @@ function piecesOf(job: Job): Piece[] {
   };
   job.texts.forEach((text, index) => {
     let start = 0;
-    while (text.length - start > PIECE_CHARS) {
+    while (text.length - start > LONGEST_PIECE) {
       const cut = cutPoint(text, start);
       if (cut === -1) break;
       add(index, text.slice(start, cut));
@@ -144,7 +144,7 @@ function piecesOf(job: Job): Piece[] {
 /**
  * Counts tokens with the o200k tokenizer on worker threads (`threads`, 1 by default), each job bounded in
  * time: a job not answered `timeoutMs` after it was asked gets byte counts (an upper bound). A thread
- * counting a piece of it longer than `PIECE_CHARS` (a text that could not be cut, maybe stuck in a long
+ * counting a piece of it longer than `LONGEST_PIECE` (a text that could not be cut, maybe stuck in a long
  * merge, which cannot be interrupted otherwise) is then terminated and a new one starts loading the
  * tokenizer; a shorter piece is left to finish.
  *
@@ -277,14 +277,14 @@ export class TokenCounter {
   }
 
   /**
-   * A job past its deadline gets byte counts. A thread still counting a piece of it that could not be cut
-   * to size goes; a piece of at most `PIECE_CHARS` is left to finish (soon), its count unused.
+   * A job past its deadline gets byte counts. A thread still counting a piece of it longer than
+   * `LONGEST_PIECE` (not cut to size) goes; a shorter piece is left to finish (soon), its count unused.
    */
   private giveUp(job: Job): void {
     this.fail(job);
     for (const thread of [...this.threads]) {
       const running = thread.piece?.piece;
-      if (running?.job !== job || running.chars <= PIECE_CHARS) continue;
+      if (running?.job !== job || running.chars <= LONGEST_PIECE) continue;
       // Maybe stuck in a long merge: only ending the thread stops it. A new one starts loading the
       // tokenizer at once, so the next jobs do not wait for that.
       this.end(thread);

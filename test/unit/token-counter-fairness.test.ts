@@ -64,6 +64,16 @@ function mixed(chars: number, seed: number): string {
     'x',
     'MixedCase',
     'ok',
+    '、',
+    '。',
+    '大阪',
+    'snake_case',
+    "l'été",
+    'e\u0301t\u0301e',
+    'a-b',
+    '😀x',
+    'über',
+    '(call)',
   ];
   let text = '';
   while (text.length < chars) {
@@ -95,11 +105,21 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
       '',
       'short',
       `${words(9_000, 4)}\n${mixed(9_000, 5)}`,
-      ...Array.from({ length: 20 }, (_, i) => mixed(8_000, 10 + i)),
+      ...Array.from({ length: 40 }, (_, i) => mixed(8_000, 10 + i)),
       ...Array.from({ length: 300 }, (_, i) => mixed(40, 100 + i)),
     ];
     const result = await counter.count(texts);
     expect(result).toEqual({ counts: texts.map((t) => countTokens(t)), exact: true });
+  });
+
+  it('a long text holding a special token gets byte counts, as it does whole', async () => {
+    counter = new TokenCounter(60_000);
+    const text = `${words(20_000, 6)} <|fim_prefix|> ${words(20_000, 7)}`;
+    expect(() => countTokens(text)).toThrow(/special token/);
+    expect(await counter.count([text, 'fine'])).toEqual({
+      counts: [Buffer.byteLength(text), 4],
+      exact: false,
+    });
   });
 
   it("one owner's 40 long jobs do not hold up another owner's short ones", { timeout: 120_000 }, async () => {
