@@ -48,6 +48,8 @@ export interface Config {
   readonly tokenizerPreload: boolean;
   /** Longest the fallback tokenizer may count one answer before UTF-8 byte counts stand in. */
   readonly tokenCountTimeoutMs: number;
+  /** Most worker threads counting tokens at once: TOKEN_COUNT_THREADS, at most the machine's CPUs. */
+  readonly tokenCountThreads: number;
   /** Largest request body accepted, in bytes (413 above it). */
   readonly bodyLimitBytes: number;
   /** Most messages accepted in one request. */

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseUsdToNano } from '../money/money.js';
 import { CATALOG, envNameOf } from '../providers/catalog.js';
 import {
@@ -322,6 +323,9 @@ export function readConfig(
     sqliteCheckpoint: r.oneOf('SQLITE_CHECKPOINT', ['inline', 'background'] as const, 'background'),
     tokenizerPreload: r.bool('TOKENIZER_PRELOAD', false),
     tokenCountTimeoutMs: r.int('TOKEN_COUNT_TIMEOUT_MS', 2_000, 10, 600_000),
+    // Each thread loads its own copy of the tokenizer's tables, so one unless asked, and never more than
+    // the machine can run at once.
+    tokenCountThreads: Math.min(r.int('TOKEN_COUNT_THREADS', 1, 1, 256), availableParallelism()),
     bodyLimitBytes: r.int('BODY_LIMIT_BYTES', 4 * 1024 * 1024, 1024, 256 * 1024 * 1024),
     maxMessages: r.int('MAX_MESSAGES', 1000, 1, 100_000),
     maxTokensCeiling: r.int('MAX_TOKENS_CEILING', 200_000, 1, 10_000_000),

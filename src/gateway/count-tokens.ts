@@ -2,8 +2,8 @@ import { AUDIO_BYTES_PER_TOKEN, fileSize } from '../billing/estimate.js';
 import type { ChoiceResult, ReasoningOutput, UpstreamCallSpec } from '../providers/types.js';
 import type { TokenCounter } from './token-counter.js';
 
-async function sum(counter: TokenCounter, texts: string[]): Promise<number> {
-  const { counts } = await counter.count(texts);
+async function sum(counter: TokenCounter, texts: string[], owner?: string): Promise<number> {
+  const { counts } = await counter.count(texts, owner);
   let total = 0;
   for (const n of counts) total += n;
   return total;
@@ -22,6 +22,7 @@ export function countPromptTokens(
   spec: Pick<UpstreamCallSpec, 'messages' | 'tools' | 'responseFormat'>,
   imageTokens: number,
   counter: TokenCounter,
+  owner?: string,
 ): Promise<number> {
   const texts: string[] = [];
   let fixed = 3;
@@ -47,7 +48,7 @@ export function countPromptTokens(
   }
   if (spec.tools !== undefined) texts.push(JSON.stringify(spec.tools));
   if (spec.responseFormat?.type === 'json_schema') texts.push(JSON.stringify(spec.responseFormat));
-  return sum(counter, texts).then((n) => n + fixed);
+  return sum(counter, texts, owner).then((n) => n + fixed);
 }
 
 /**
@@ -65,6 +66,7 @@ export function countCompletionTokens(
   choices: readonly ChoiceResult[],
   reasoning: ReasoningOutput | undefined,
   counter: TokenCounter,
+  owner?: string,
 ): Promise<number> {
   const texts: string[] = [];
   for (const choice of choices) {
@@ -72,8 +74,8 @@ export function countCompletionTokens(
     if (choice.refusal !== undefined) texts.push(choice.refusal);
     for (const call of choice.toolCalls) texts.push(call.name, call.arguments);
   }
-  if (reasoning === undefined) return sum(counter, texts);
+  if (reasoning === undefined) return sum(counter, texts, owner);
   texts.push(...reasoning.texts);
   const opaque = Math.ceil(reasoning.opaqueChars / OPAQUE_CHARS_PER_TOKEN);
-  return sum(counter, texts).then((n) => n + opaque);
+  return sum(counter, texts, owner).then((n) => n + opaque);
 }

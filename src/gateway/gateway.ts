@@ -321,9 +321,12 @@ export class Gateway {
     let estimated = usage.promptTokens === undefined || usage.completionTokens === undefined;
     const promptTokens =
       usage.promptTokens ??
-      Math.min(await countPromptTokens(req, provider.imageTokens, tokenCounter), served.promptBound);
+      Math.min(
+        await countPromptTokens(req, provider.imageTokens, tokenCounter, ctx.accountId),
+        served.promptBound,
+      );
     const counted = (): Promise<number> =>
-      countCompletionTokens(result.choices, result.reasoning, tokenCounter).then((n) =>
+      countCompletionTokens(result.choices, result.reasoning, tokenCounter, ctx.accountId).then((n) =>
         Math.min(n, served.cap * req.n),
       );
     let completionTokens: number;

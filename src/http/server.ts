@@ -140,7 +140,9 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
   const upstream = options.upstream ?? createUpstreamClient();
   const billing = new Billing(store, instanceId, now);
-  const tokenCounter = new TokenCounter(config.tokenCountTimeoutMs);
+  const tokenCounter = new TokenCounter(config.tokenCountTimeoutMs, {
+    threads: config.tokenCountThreads,
+  });
   const gateway = new Gateway({
     config,
     idempotency: store,

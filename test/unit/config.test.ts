@@ -1,5 +1,5 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, readConfig } from '../../src/config/index.js';
@@ -47,6 +47,16 @@ describe('loadConfig', () => {
     expect(loadConfig({ SQLITE_CACHE_MB: '64' }).sqliteCacheMb).toBe(64);
     for (const bad of ['0', 'lots', '-2']) {
       expect(() => loadConfig({ SQLITE_CACHE_MB: bad })).toThrow(/SQLITE_CACHE_MB/);
+    }
+  });
+
+  it('TOKEN_COUNT_THREADS sizes the token counting pool: 1 unless set, never above the CPUs', () => {
+    expect(loadConfig({}).tokenCountThreads).toBe(1);
+    const cpus = availableParallelism();
+    expect(loadConfig({ TOKEN_COUNT_THREADS: '2' }).tokenCountThreads).toBe(Math.min(2, cpus));
+    expect(loadConfig({ TOKEN_COUNT_THREADS: '256' }).tokenCountThreads).toBe(cpus);
+    for (const bad of ['0', 'many', '-1', '1.5']) {
+      expect(() => loadConfig({ TOKEN_COUNT_THREADS: bad })).toThrow(/TOKEN_COUNT_THREADS/);
     }
   });
 
