@@ -19,6 +19,9 @@ const OPTION_KINDS = {
   database: 'string',
   force: 'boolean',
   stream: 'boolean',
+  count: 'string',
+  expires: 'string',
+  code: 'string',
 } as const;
 
 export type OptionName = keyof typeof OPTION_KINDS;
@@ -58,13 +61,19 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   'keys revoke': { usage: 'tollgate keys revoke --email E --id ID', options: ['email', 'id'] },
   'ledger check': { usage: 'tollgate ledger check', options: [] },
   backup: { usage: 'tollgate backup <file> [--force]', options: ['force'] },
+  'codes create': {
+    usage: 'tollgate codes create --amount USD --count N [--expires ISO-8601] [--note TEXT]',
+    options: ['amount', 'count', 'expires', 'note'],
+  },
+  'codes list': { usage: 'tollgate codes list', options: [] },
+  'codes redeem': { usage: 'tollgate codes redeem --email E --code C', options: ['email', 'code'] },
 };
 
 /** Said with a usage error that belongs to no one command. */
 export const GENERAL_USAGE = 'tollgate <command> [options]   (tollgate --help lists the commands)';
 
 /** Commands named by two words. */
-const GROUPS = ['accounts', 'credits', 'keys', 'ledger'];
+const GROUPS = ['accounts', 'credits', 'keys', 'ledger', 'codes'];
 
 /** The command the positionals name (`credits add`, `serve`, …), known or not; '' for none. */
 export function commandNameOf(positionals: readonly string[]): string {

@@ -23,6 +23,10 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
   keys revoke --email E --id ID
   ledger check                                  exits non-zero when the ledger is inconsistent
   backup <file> [--force]                       consistent copy of the SQLite database, server running or not
+  codes create --amount USD --count N [--expires ISO-8601] [--note TEXT]
+                                                a batch of top-up codes, printed once
+  codes list                                    batches with their redeemed and expired counts
+  codes redeem --email E --code C               credits a top-up code to an account
 
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PROV_<NAME>_API_KEY, …);
 see docs/configuration.md.`;
@@ -94,6 +98,11 @@ async function dispatch(
         { files: positionals.slice(1), force: values.force === true },
         out,
       );
+      return 0;
+    case 'codes create':
+    case 'codes list':
+    case 'codes redeem':
+      await (await import('./commands/codes.js')).codes(command, values, out);
       return 0;
     default:
       throw usageError(`unknown command "${command}"`);
