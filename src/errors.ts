@@ -41,6 +41,8 @@ export const ERROR_CODES = {
   email_taken: { status: 409, type: 'invalid_request_error' },
   key_limit_reached: { status: 409, type: 'invalid_request_error' },
   too_many_attempts: { status: 429, type: 'rate_limit_error' },
+  // Top-up codes (docs/api.md "Top-up codes").
+  invalid_code: { status: 400, type: 'invalid_request_error' },
 } as const satisfies Record<string, { status: number; type: string }>;
 
 export type ErrorCode = keyof typeof ERROR_CODES;

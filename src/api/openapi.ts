@@ -1,4 +1,5 @@
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
+import { creditSchema, REDEEM_ERRORS, redeemRequestSchema } from './redeem-route.js';
 import {
   chatCompletionSchema,
   chatRequestSchema,
@@ -175,6 +176,17 @@ export function buildOpenApi(limits: RequestLimits, version: string): Schema {
           },
         },
       },
+      '/credits/redeem': {
+        post: {
+          operationId: 'redeemCode',
+          summary: 'Redeem a top-up code: its amount is credited to the key’s account, once.',
+          requestBody: { required: true, content: json(ref('RedeemCodeRequest')) },
+          responses: {
+            '200': { description: 'The credit.', headers, content: json(ref('Credit')) },
+            ...errorResponses(REDEEM_ERRORS),
+          },
+        },
+      },
       '/openapi.json': {
         get: {
           operationId: 'getOpenApi',
@@ -195,6 +207,8 @@ export function buildOpenApi(limits: RequestLimits, version: string): Schema {
         Model: modelSchema,
         ModelList: modelListSchema,
         ApiKey: keyInfoSchema,
+        RedeemCodeRequest: redeemRequestSchema,
+        Credit: creditSchema,
         Error: errorSchema,
       },
     },

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext, Authenticator } from '../auth/authenticate.js';
+import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
@@ -12,6 +13,7 @@ import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { modelBody, modelListBody } from './models-body.js';
+import { redeemRoute } from './redeem-route.js';
 import { SseResponse } from './sse-response.js';
 import { toGatewayError } from './to-gateway-error.js';
 import { createChatRequestValidator } from './validate-chat-request.js';
@@ -39,6 +41,8 @@ export interface ApiDeps {
   gateway: Gateway;
   inFlight: InFlight;
   keyLimiter: KeyLimiter;
+  /** Top-up code redemptions (`POST /credits/redeem`). */
+  codes: CodeRedemption;
 }
 
 const noop = (): void => {};
@@ -281,6 +285,8 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     if (!key || !summary) throw new GatewayError('invalid_api_key', 'Invalid API key');
     return keyInfoBody(key, summary, deps.config);
   });
+
+  redeemRoute(app, deps.codes);
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH'],

@@ -20,6 +20,9 @@ const OPTION_KINDS = {
   force: 'boolean',
   stream: 'boolean',
   version: 'boolean',
+  count: 'string',
+  expires: 'string',
+  code: 'string',
 } as const;
 
 export type OptionName = keyof typeof OPTION_KINDS;
@@ -60,13 +63,19 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   'ledger check': { usage: 'tollgate ledger check', options: [] },
   backup: { usage: 'tollgate backup <file> [--force]', options: ['force'] },
   version: { usage: 'tollgate version', options: [] },
+  'codes create': {
+    usage: 'tollgate codes create --amount USD --count N [--expires ISO-8601] [--note TEXT]',
+    options: ['amount', 'count', 'expires', 'note'],
+  },
+  'codes list': { usage: 'tollgate codes list', options: [] },
+  'codes redeem': { usage: 'tollgate codes redeem --email E --code C', options: ['email', 'code'] },
 };
 
 /** Said with a usage error that belongs to no one command. */
 export const GENERAL_USAGE = 'tollgate <command> [options]   (tollgate --help lists the commands)';
 
 /** Commands named by two words. */
-const GROUPS = ['accounts', 'credits', 'keys', 'ledger'];
+const GROUPS = ['accounts', 'credits', 'keys', 'ledger', 'codes'];
 
 /** Whether `word` names a group of commands (`keys` for `keys create`, `keys list`, …). */
 export function isGroup(word: string): boolean {

@@ -33,6 +33,10 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
   ledger check                                  exits non-zero when the ledger is inconsistent
   backup <file> [--force]                       consistent copy of the SQLite database, server running or not
   version (or --version)                        the version of Tollgate
+  codes create --amount USD --count N [--expires ISO-8601] [--note TEXT]
+                                                a batch of top-up codes, printed once
+  codes list                                    batches with their redeemed and expired counts
+  codes redeem --email E --code C               credits a top-up code to an account
 
 Configuration comes from the environment (PORT, HOST, DATABASE_URL, PROV_<NAME>_API_KEY, …);
 see docs/configuration.md.`;
@@ -107,6 +111,11 @@ async function dispatch(
       return 0;
     case 'version':
       await printVersion(out);
+      return 0;
+    case 'codes create':
+    case 'codes list':
+    case 'codes redeem':
+      await (await import('./commands/codes.js')).codes(command, values, out);
       return 0;
     default:
       throw usageError(`unknown command "${command}"`);

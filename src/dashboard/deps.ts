@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
+import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
 import type { ActiveSession, SessionManager } from '../auth/sessions.js';
 import type { Billing } from '../billing/billing.js';
@@ -36,6 +37,8 @@ export interface DashboardDeps {
   dashboardStore: DashboardStore;
   sessions: SessionManager;
   throttle: LoginThrottle;
+  /** Top-up code redemptions, throttled per account and address. */
+  codes: CodeRedemption;
   billing: Billing;
   authenticator: Authenticator;
   /** Every provider's configuration and state right now. */

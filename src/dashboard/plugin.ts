@@ -3,6 +3,7 @@ import { sameSecret } from '../auth/sessions.js';
 import { GatewayError } from '../errors.js';
 import { adminRoutes } from './admin-routes.js';
 import { authRoutes } from './auth-routes.js';
+import { codeRoutes } from './code-routes.js';
 import type { DashboardDeps } from './deps.js';
 import { keyRoutes } from './key-routes.js';
 import { assertSameOrigin, clearSessionCookie, sessionTokenOf } from './request-info.js';
@@ -65,4 +66,5 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   await app.register(keyRoutes, inner);
   await app.register(usageRoutes, inner);
   await app.register(adminRoutes, { ...inner, prefix: '/admin' });
+  await app.register(codeRoutes, inner);
 }

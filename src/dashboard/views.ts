@@ -71,7 +71,13 @@ export function usageView(u: UsageRow) {
 }
 
 export function creditView(c: CreditEntry) {
-  return { id: c.id, amount: nanoToUsd(c.amountNano), note: c.note, created_at: iso(c.createdAt) };
+  return {
+    id: c.id,
+    amount: nanoToUsd(c.amountNano),
+    note: c.note,
+    batch_id: c.batchId,
+    created_at: iso(c.createdAt),
+  };
 }
 
 export function inviteView(i: InviteRecord, now: number) {

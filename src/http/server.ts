@@ -5,6 +5,7 @@ import pino, { type Logger } from 'pino';
 import { InFlight } from '../api/in-flight.js';
 import { KeyLimiter } from '../api/key-limits.js';
 import { Authenticator } from '../auth/authenticate.js';
+import { CodeRedemption } from '../auth/code-redemption.js';
 import { KeyCache } from '../auth/key-cache.js';
 import { LoginThrottle } from '../auth/login-throttle.js';
 import { SessionManager } from '../auth/sessions.js';
@@ -159,6 +160,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
 
   const inFlight = new InFlight(config.maxConcurrentRequests);
   const dashboardStore = store.dashboard(now);
+  const codes = new CodeRedemption(store, now, cluster.attempts);
   const dashboard = {
     webRoot: options.webRoot ?? DEFAULT_WEB_ROOT,
     deps: {
@@ -171,6 +173,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
         now,
       ),
       throttle: new LoginThrottle(now, cluster.attempts),
+      codes,
       billing,
       authenticator,
       providers: () => registry.all(),
@@ -183,6 +186,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
     keyLimiter: new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now, cluster.rateLimit),
     authenticator,
     gateway,
+    codes,
     logger,
     metrics,
     dashboard,

@@ -9,6 +9,7 @@ import type {
   LedgerReads,
   Store,
   StoreLifecycle,
+  TopUpCodes,
 } from './types.js';
 
 /** The parts a database's store is made of (`sqlite/store.ts`, `postgres/store.ts`). */
@@ -21,6 +22,7 @@ export interface StoreParts extends Omit<StoreLifecycle, 'dashboard'> {
   keyLookup: KeyLookup;
   idempotency: IdempotencyRecords;
   instances: Instances;
+  codes: TopUpCodes;
 }
 
 /**
@@ -28,7 +30,7 @@ export interface StoreParts extends Omit<StoreLifecycle, 'dashboard'> {
  * own, so what a call does is in the part it names.
  */
 export function composeStore(parts: StoreParts): Store {
-  const { ledger, reads, accounts, keys, keyLookup, idempotency, instances } = parts;
+  const { ledger, reads, accounts, keys, keyLookup, idempotency, instances, codes } = parts;
   return {
     dialect: parts.dialect,
     sharedByInstances: parts.sharedByInstances,
@@ -71,5 +73,11 @@ export function composeStore(parts: StoreParts): Store {
     markInstanceAlive: (owner, now) => instances.markInstanceAlive(owner, now),
     forgetInstance: (owner) => instances.forgetInstance(owner),
     forgetStaleInstances: (staleBefore) => instances.forgetStaleInstances(staleBefore),
+
+    createCodeBatch: (input) => codes.createCodeBatch(input),
+    listCodeBatches: (limit) => codes.listCodeBatches(limit),
+    getCodeBatch: (id) => codes.getCodeBatch(id),
+    listBatchCodes: (batchId) => codes.listBatchCodes(batchId),
+    redeemCode: (input) => codes.redeemCode(input),
   };
 }

@@ -118,6 +118,8 @@ export interface CreditEntry {
   amountNano: number;
   note: string | null;
   createdAt: number;
+  /** The top-up code batch the credit was redeemed from; null for a grant. */
+  batchId: string | null;
 }
 
 export interface InviteRecord {

@@ -300,6 +300,42 @@ const migrations: Record<string, Migration> = {
       await sql`delete from usage where ${refusalRows}`.execute(db);
     },
   },
+  '0011_topup_codes': {
+    // Top-up codes (docs/api.md "Top-up codes"): an admin creates a batch of codes of one amount; a user
+    // redeems one for a credit. A code is stored as its SHA-256 only (the primary key: the redemption finds
+    // it by hash), with the batch it belongs to and, once redeemed, by whom and when. Redeeming is one
+    // transaction: the code is marked by an UPDATE that matches it only while it is unredeemed and
+    // unexpired, and the credit is a ledger row of kind credit that names the batch (`code_batch_id`), so
+    // the ledger check counts it as any other credit. Adding a nullable column rewrites no ledger row.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('code_batches')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('amount_nano', 'bigint', (c) => c.notNull().check(sql`amount_nano > 0`))
+        .addColumn('codes', 'integer', (c) => c.notNull())
+        .addColumn('note', 'text')
+        .addColumn('expires_at', 'bigint')
+        .addColumn('created_by', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('code_batches_created').on('code_batches').column('created_at').execute();
+      await db.schema
+        .createTable('topup_codes')
+        .addColumn('hash', 'text', (c) => c.primaryKey())
+        .addColumn('batch_id', 'text', (c) => c.notNull().references('code_batches.id'))
+        .addColumn('position', 'integer', (c) => c.notNull())
+        .addColumn('hint', 'text', (c) => c.notNull())
+        .addColumn('redeemed_by', 'text', (c) => c.references('accounts.id'))
+        .addColumn('redeemed_at', 'bigint')
+        .execute();
+      await db.schema
+        .createIndex('topup_codes_batch')
+        .on('topup_codes')
+        .columns(['batch_id', 'position'])
+        .execute();
+      await db.schema.alterTable('ledger').addColumn('code_batch_id', 'text').execute();
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */

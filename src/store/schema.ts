@@ -80,6 +80,8 @@ export interface LedgerTable {
   request_id: string | null;
   note: string | null;
   created_at: BigIntColumn;
+  /** The batch of the top-up code a credit was redeemed from (migration 0011); null otherwise. */
+  code_batch_id?: string | null;
 }
 
 export interface UsageTable {
@@ -163,6 +165,31 @@ export interface InvitesTable {
   revoked_at: BigIntColumn | null;
 }
 
+/** A batch of top-up codes an admin created (migration 0011): each code credits `amount_nano` once. */
+export interface CodeBatchesTable {
+  id: string;
+  amount_nano: BigIntColumn;
+  /** How many codes the batch was created with. */
+  codes: number;
+  note: string | null;
+  /** When its unredeemed codes stop working; null: never. */
+  expires_at: BigIntColumn | null;
+  /** The admin account that created it; null when made with the CLI. */
+  created_by: string | null;
+  created_at: BigIntColumn;
+}
+
+/** One top-up code. Only its SHA-256 is stored; `hint` shows its last characters. */
+export interface TopUpCodesTable {
+  hash: string;
+  batch_id: string;
+  /** Its place in the batch, from 1. */
+  position: number;
+  hint: string;
+  redeemed_by: string | null;
+  redeemed_at: BigIntColumn | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -174,6 +201,8 @@ export interface Database {
   idempotency: IdempotencyTable;
   sessions: SessionsTable;
   invites: InvitesTable;
+  code_batches: CodeBatchesTable;
+  topup_codes: TopUpCodesTable;
 }
 
 /** Reads a BIGINT column; refuses values JavaScript cannot represent exactly. */

@@ -4,6 +4,7 @@ import type { SqlEngine } from './engine.js';
 import { IdempotencyQueries } from './idempotency.js';
 import { InstanceQueries } from './instances.js';
 import { LedgerReadQueries } from './ledger-reads.js';
+import { TopUpCodeQueries } from './topup-codes.js';
 
 /** The parts of a store that both databases run as the same queries (see `compose-store.ts`). */
 export function coldParts(engine: SqlEngine) {
@@ -13,5 +14,6 @@ export function coldParts(engine: SqlEngine) {
     keys: new ApiKeyQueries(engine),
     idempotency: new IdempotencyQueries(engine),
     instances: new InstanceQueries(engine),
+    codes: new TopUpCodeQueries(engine),
   };
 }

@@ -129,7 +129,7 @@ export class UsageReportQueries implements UsageReports {
   async recentCredits(accountId: string, limit: number): Promise<CreditEntry[]> {
     const rows = await this.engine.db
       .selectFrom('ledger')
-      .select(['id', 'amount_nano', 'note', 'created_at'])
+      .select(['id', 'amount_nano', 'note', 'created_at', 'code_batch_id'])
       .where('account_id', '=', accountId)
       .where('kind', '=', 'credit')
       .orderBy('created_at', 'desc')
@@ -141,6 +141,7 @@ export class UsageReportQueries implements UsageReports {
       amountNano: toNumber(r.amount_nano),
       note: r.note,
       createdAt: toNumber(r.created_at),
+      batchId: r.code_batch_id ?? null,
     }));
   }
 }
