@@ -96,10 +96,15 @@ describe('GET /api/v1/key', () => {
 });
 
 describe('usage.cost', () => {
-  it('carries the call cost in dollars, equal to meta.cost.total', async () => {
+  it('carries the amount charged in dollars, the exact decimal of meta.cost input + output', async () => {
     const res = await h.chat(hello);
-    const body = res.body as { usage: { cost: number }; meta: { cost: { total: number } } };
-    expect(body.usage.cost).toBe(body.meta.cost.total);
+    const body = res.body as {
+      usage: { cost: number };
+      meta: { cost: { input: number; output: number; total: number } };
+    };
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    expect(nano(body.usage.cost)).toBe(nano(body.meta.cost.input) + nano(body.meta.cost.output));
+    expect(body.usage.cost).toBe((nano(body.meta.cost.input) + nano(body.meta.cost.output)) / 1e9);
     expect(body.usage.cost).toBeGreaterThan(0);
     expect(res.headers['x-request-id']).toBeTruthy();
   });
