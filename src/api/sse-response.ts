@@ -68,7 +68,10 @@ export class SseResponse implements StreamSink {
     return this.write(this.started().events(deltas));
   }
 
-  /** Ends the stream: the bill, then `[DONE]` — or, after an upstream cut, the bill and the error event. */
+  /**
+   * Ends the stream: the bill (on its own chunk, or on the finish chunk: `ChunkWriter.bill`), then
+   * `[DONE]` — or, after an upstream cut, the bill and the error event.
+   */
   finish(outcome: StreamOutcome): void {
     const writer = this.started();
     const last = outcome.error === undefined ? writer.done() : writer.error(outcome.error);
@@ -77,7 +80,8 @@ export class SseResponse implements StreamSink {
 
   /** Ends a begun stream with an error event (a failure of the gateway's own after the first byte). */
   fail(error: GatewayError): void {
-    this.reply.raw.end(this.started().error(error));
+    const writer = this.started();
+    this.reply.raw.end(writer.heldBack() + writer.error(error));
   }
 
   private started(): ChunkWriter {
