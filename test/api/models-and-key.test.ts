@@ -76,7 +76,8 @@ describe('GET /api/v1/key', () => {
       balance: 2.5,
       held: 0,
       spend: { today: 0, month: 0 },
-      limits: { requests_per_minute: 600, concurrent_requests: null },
+      // KEY_MAX_CONCURRENT unset: half of MAX_CONCURRENT_REQUESTS (4096).
+      limits: { requests_per_minute: 600, concurrent_requests: 2048 },
       last_used_at: expect.any(Number),
     });
     expect(fresh.body.hint).toMatch(/^sk-svc-[0-9a-f]{4}…[0-9a-f]{4}$/);
