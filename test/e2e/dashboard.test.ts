@@ -4,9 +4,9 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createKey } from '../../src/auth/keys.js';
 import { createUser, type Harness, PASSWORD, startDashboardHarness } from '../dashboard/dashboard-helpers.js';
-import { browserTestsUnavailable, launchChromium } from './browser.js';
+import { browserTestsCanRun, launchChromium } from './browser.js';
 
-const unavailable = browserTestsUnavailable();
+const canRun = browserTestsCanRun();
 
 let h: Harness;
 let url: string;
@@ -14,7 +14,7 @@ let browser: Browser;
 let admin: { id: string; email: string };
 
 beforeAll(async () => {
-  if (unavailable) return;
+  if (!canRun) return;
   h = await startDashboardHarness({ env: { SIGNUP: 'open' } });
   url = await h.server.listen();
   admin = await createUser(h, { role: 'admin', email: 'root@e2e.test' });
@@ -83,7 +83,7 @@ async function createKeyInUi(page: Page, name: string): Promise<string> {
   return key;
 }
 
-describe.skipIf(unavailable !== undefined)('dashboard in a real browser (headless Chromium)', () => {
+describe.skipIf(!canRun)('dashboard in a real browser (headless Chromium)', () => {
   it('sign up, get credit from an admin, create a key and read it once, call the API, see the request and the lower balance, revoke the key and see 401 within a second', async () => {
     const email = `new-user-${Date.now()}@e2e.test`;
     const { context, page } = await newPage();

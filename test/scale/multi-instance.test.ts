@@ -5,6 +5,7 @@ import { hashPassword } from '../../src/auth/passwords.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
 import { openStore } from '../../src/store/index.js';
 import type { Store } from '../../src/store/types.js';
+import { havePrograms, NGINX } from '../helpers/system-programs.js';
 import { createPostgresSchema, TEST_REDIS_URL, testRedisPrefix } from '../helpers/test-database.js';
 import {
   type Answer,
@@ -27,6 +28,8 @@ import {
  * PostgreSQL database and one Redis: no overspend under a concurrent burst, revocation reaching every
  * instance within a second, and one auto-rotation sequence across the instances.
  */
+
+const canRun = havePrograms('the instances behind nginx', NGINX);
 
 const INSTANCES = 3;
 /** Calls the payer's balance covers. */
@@ -95,7 +98,7 @@ const fixedCall = {
   messages: [{ role: 'user', content: 'Hello there' }],
 };
 
-describe('three instances behind nginx sharing PostgreSQL and Redis', () => {
+describe.skipIf(!canRun)('three instances behind nginx sharing PostgreSQL and Redis', () => {
   it(`${10 * N} concurrent calls against a balance that covers ${N}: at most ${N} served, never below zero, ledger clean`, async () => {
     const completions = `${cluster.url}/api/v1/chat/completions`;
     const probe = await account(1_000_000_000);

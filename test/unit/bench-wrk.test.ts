@@ -1,14 +1,9 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { findWrk, luaString, parseWrkOutput, WrkRun } from '../../bench/wrk.js';
+import { luaString, parseWrkOutput, WrkRun } from '../../bench/wrk.js';
+import { findProgram, havePrograms, WRK } from '../helpers/system-programs.js';
 
-const wrk = findWrk();
-if (!wrk) {
-  const message =
-    "wrk is not on PATH (Debian/Ubuntu: sudo apt-get install -y wrk): the benchmark's closed loop on wrk is not tested.";
-  if (process.env.CI === 'true') throw new Error(`${message} CI must run it.`);
-  console.warn(`\n⚠ ${message}\n`);
-}
+const wrk = havePrograms("the benchmark's closed loop on wrk", WRK) ? findProgram(WRK) : undefined;
 
 let server: Server | undefined;
 afterEach(async () => {
