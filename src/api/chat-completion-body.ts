@@ -31,7 +31,10 @@ export interface ChatCompletionBody {
   created: number;
   model: string;
   choices: WireChoice[];
-  /** `cost` (USD, = meta.cost.total) is where OpenRouter-style tooling looks for a call's cost. */
+  /**
+   * `cost` (USD) is where OpenRouter-style tooling looks for a call's cost: the amount charged, as its
+   * own shortest decimal — the field to sum (docs/api.md).
+   */
   usage: {
     prompt_tokens: number;
     completion_tokens: number;
@@ -73,13 +76,15 @@ function wireChoice(choice: ChoiceResult, index: number, c: ChatCompletion): Wir
 export function billOf(c: ChatCompletion): Pick<ChatCompletionBody, 'usage' | 'meta'> {
   const input = nanoToUsd(c.inputCostNano);
   const output = nanoToUsd(c.outputCostNano);
-  // docs/api.md: total is exactly input + output as JavaScript numbers.
+  // docs/api.md: total is exactly input + output as JavaScript numbers, which may carry float noise
+  // (0.0001354 as 0.00013539999999999998); `usage.cost` is the charge converted once from nanodollars,
+  // so it prints as the exact decimal and sums to the balance's fall.
   const total = input + output;
   const usage: ChatCompletionBody['usage'] = {
     prompt_tokens: c.promptTokens,
     completion_tokens: c.completionTokens,
     total_tokens: c.promptTokens + c.completionTokens,
-    cost: total,
+    cost: nanoToUsd(c.inputCostNano + c.outputCostNano),
   };
   if (c.cachedPromptTokens !== undefined)
     usage.prompt_tokens_details = { cached_tokens: c.cachedPromptTokens };

@@ -7,9 +7,12 @@ import { billOf } from './chat-completion-body.js';
 /**
  * Writes a streamed answer as OpenAI's `chat.completion.chunk` server-sent events: one chunk per delta,
  * the role in each choice's first chunk, tool calls as `tool_calls` pieces (id, type and name in a call's
- * first piece), `finish_reason` in a chunk of its own, then — always, whether or not the caller asked
- * for `stream_options.include_usage` — one chunk with `choices: []`, the `usage` (with `cost`) and
- * Tollgate's `meta`, and `data: [DONE]`.
+ * first piece), `finish_reason` in a chunk of its own, then `data: [DONE]`. The bill — `usage` (with
+ * `cost`) and Tollgate's `meta` — always comes: with `stream_options.include_usage`, as OpenAI sends
+ * usage, in a last chunk of its own with `choices: []`; without it, on the chunk with the (last)
+ * `finish_reason`, so that a loop reading `choices[0]` of every chunk never meets an empty list. Those
+ * finish chunks wait for the bill (one per choice at most); a stream cut before any finish carries the
+ * bill on a chunk with an empty delta for choice 0 and `finish_reason: null`.
  *
  * @see https://platform.openai.com/docs/api-reference/chat-streaming/streaming
  */
@@ -21,6 +24,8 @@ export class ChunkWriter {
   private readonly legacy: boolean;
   /** With `include_usage`, OpenAI writes `"usage": null` on every chunk before the last. */
   private readonly usageNull: boolean;
+  /** Without `include_usage`: the choices with a `finish_reason` (JSON), held back for the bill. */
+  private readonly finishes: string[] = [];
 
   constructor(options: {
     id: string;
@@ -54,17 +59,30 @@ export class ChunkWriter {
         last = { index: last.index, delta: last.delta, logprobs: delta.logprobs, finish_reason: null };
         continue;
       }
-      if (last !== undefined) out += this.event(`[${JSON.stringify(last)}]`);
+      if (last !== undefined) out += this.chunkOf(last);
       last = this.choiceOf(delta);
     }
-    if (last !== undefined) out += this.event(`[${JSON.stringify(last)}]`);
+    if (last !== undefined) out += this.chunkOf(last);
     return out;
   }
 
-  /** The last chunk: no choices, the call's `usage` and `meta`. */
+  /**
+   * The bill: with `include_usage`, a chunk of its own with no choices; without it, the finish chunks
+   * held back, the last of them carrying `usage` and `meta`.
+   */
   bill(completion: ChatCompletion): string {
     const { usage, meta } = billOf(completion);
-    return `data: ${this.head},"choices":[],"usage":${JSON.stringify(usage)},"meta":${JSON.stringify(meta)}}\n\n`;
+    const billed = `"usage":${JSON.stringify(usage)},"meta":${JSON.stringify(meta)}}\n\n`;
+    if (this.usageNull) return `data: ${this.head},"choices":[],${billed}`;
+    const last = this.finishes.pop() ?? '{"index":0,"delta":{},"finish_reason":null}';
+    return `${this.heldBack()}data: ${this.head},"choices":[${last}],${billed}`;
+  }
+
+  /** The finish chunks still held back (when the stream ends without a bill). */
+  heldBack(): string {
+    let out = '';
+    for (const choice of this.finishes.splice(0)) out += this.event(`[${choice}]`);
+    return out;
   }
 
   /** The end of a stream that completed. */
@@ -75,6 +93,16 @@ export class ChunkWriter {
   /** An error in OpenAI's streaming shape (the stream ends after it, without `[DONE]`). */
   error(error: GatewayError): string {
     return `data: ${JSON.stringify(errorBody(error))}\n\n`;
+  }
+
+  /** One choice's chunk, or nothing yet for a finish that waits for the bill. */
+  private chunkOf(choice: Record<string, unknown>): string {
+    const json = JSON.stringify(choice);
+    if (!this.usageNull && choice.finish_reason !== null) {
+      this.finishes.push(json);
+      return '';
+    }
+    return this.event(`[${json}]`);
   }
 
   private event(choices: string): string {

@@ -205,12 +205,20 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     chatRequest: ChatRequest,
     includeUsage: boolean,
   ): Promise<void> {
-    const sink = new SseResponse(reply, {
-      id: context.requestId,
-      created: Math.floor(context.startedAt / 1000),
-      includeUsage,
-      legacyFunctions: chatRequest.legacyFunctions,
-    });
+    const sink = new SseResponse(
+      reply,
+      {
+        id: context.requestId,
+        created: Math.floor(context.startedAt / 1000),
+        includeUsage,
+        legacyFunctions: chatRequest.legacyFunctions,
+      },
+      // STREAM_TIMEOUT_MS bounds the whole stream, waits for a slow client included.
+      {
+        stallTimeoutMs: deps.config.streamStallTimeoutMs,
+        deadline: context.startedAt + deps.config.streamTimeoutMs,
+      },
+    );
     let outcome: StreamOutcome;
     try {
       outcome = await deps.gateway.stream(context, chatRequest, sink);

@@ -332,7 +332,11 @@ export const chatCompletionSchema: Schema = {
           type: 'object',
           properties: { reasoning_tokens: { type: 'integer', minimum: 0 } },
         },
-        cost: { ...money, description: 'Cost of the call in US dollars (= meta.cost.total).' },
+        cost: {
+          ...money,
+          description:
+            'The amount charged for the call in US dollars, as its exact decimal: the field to sum (meta.cost.total is input + output as numbers).',
+        },
       },
     },
     meta: {

@@ -62,6 +62,11 @@ export interface Config {
   readonly streaming: boolean;
   /** Longest a streamed answer may run, first byte to last (its hold lasts this long, plus the grace). */
   readonly streamTimeoutMs: number;
+  /**
+   * Longest a streamed answer waits for its client to take what was written (the socket to drain); past
+   * it the connection is closed and the call settled as if the client had left.
+   */
+  readonly streamStallTimeoutMs: number;
   /** A hold outlives its request's deadline by this much before the sweeper may release it. */
   readonly holdGraceMs: number;
   /** How often expired holds (and, on PostgreSQL, those of instances gone silent) are released. */
@@ -79,7 +84,10 @@ export interface Config {
   readonly maxConcurrentRequests: number;
   /** Requests per minute one API key may start; 0 = no limit. */
   readonly keyRateLimitRpm: number;
-  /** Requests one API key may have in flight at once; 0 = no limit. */
+  /**
+   * Requests one API key may have in flight at once (per process); 0 = no limit. Unset, half of
+   * `maxConcurrentRequests` (at least 1), so that one key cannot take every slot.
+   */
   readonly keyMaxConcurrent: number;
   /** Longest time from a request's first byte to the end of its headers; the connection is closed past it. */
   readonly headersTimeoutMs: number;

@@ -304,6 +304,7 @@ export function readConfig(
     problems.push(`REDIS_URL: must start with redis:// or rediss:// (got "${withoutPassword(redisUrl)}")`);
   }
   const requestTimeoutMs = r.int('REQUEST_TIMEOUT_MS', 120_000, 1_000, 3_600_000);
+  const maxConcurrentRequests = r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000);
   const autoProviders = readAutoProviders(r);
 
   const config: Config = {
@@ -332,14 +333,21 @@ export function readConfig(
     requestTimeoutMs,
     streaming: r.bool('STREAMING', false),
     streamTimeoutMs: r.int('STREAM_TIMEOUT_MS', 600_000, 1_000, 24 * 3_600_000),
+    streamStallTimeoutMs: r.int('STREAM_STALL_TIMEOUT_MS', 30_000, 100, 3_600_000),
     holdGraceMs: r.int('HOLD_GRACE_MS', 60_000, 0, 86_400_000),
     holdSweepIntervalMs: r.int('HOLD_SWEEP_INTERVAL_MS', 30_000, 100, 3_600_000),
     instanceTimeoutMs: r.int('INSTANCE_TIMEOUT_MS', 30_000, 600, 3_600_000),
     minCompletionTokens: r.int('MIN_COMPLETION_TOKENS', 16, 1, 1_000_000),
     keyCacheTtlMs: r.int('KEY_CACHE_TTL_MS', 1000, 0, 1000),
-    maxConcurrentRequests: r.int('MAX_CONCURRENT_REQUESTS', 4096, 1, 1_000_000),
+    maxConcurrentRequests,
     keyRateLimitRpm: r.int('KEY_RATE_LIMIT_RPM', 0, 0, 10_000_000),
-    keyMaxConcurrent: r.int('KEY_MAX_CONCURRENT', 0, 0, 1_000_000),
+    // Unset, one key may hold half the process's slots: never all of them, whatever it sends.
+    keyMaxConcurrent: r.int(
+      'KEY_MAX_CONCURRENT',
+      Math.max(1, Math.floor(maxConcurrentRequests / 2)),
+      0,
+      1_000_000,
+    ),
     headersTimeoutMs: r.int('HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
     bodyTimeoutMs: r.int('BODY_TIMEOUT_MS', 60_000, 100, 3_600_000),
     keepAliveTimeoutMs: r.int('KEEP_ALIVE_TIMEOUT_MS', 72_000, 100, 3_600_000),

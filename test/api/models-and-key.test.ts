@@ -76,7 +76,8 @@ describe('GET /api/v1/key', () => {
       balance: 2.5,
       held: 0,
       spend: { today: 0, month: 0 },
-      limits: { requests_per_minute: 600, concurrent_requests: null },
+      // KEY_MAX_CONCURRENT unset: half of MAX_CONCURRENT_REQUESTS (4096).
+      limits: { requests_per_minute: 600, concurrent_requests: 2048 },
       last_used_at: expect.any(Number),
     });
     expect(fresh.body.hint).toMatch(/^sk-svc-[0-9a-f]{4}…[0-9a-f]{4}$/);
@@ -96,10 +97,15 @@ describe('GET /api/v1/key', () => {
 });
 
 describe('usage.cost', () => {
-  it('carries the call cost in dollars, equal to meta.cost.total', async () => {
+  it('carries the amount charged in dollars, the exact decimal of meta.cost input + output', async () => {
     const res = await h.chat(hello);
-    const body = res.body as { usage: { cost: number }; meta: { cost: { total: number } } };
-    expect(body.usage.cost).toBe(body.meta.cost.total);
+    const body = res.body as {
+      usage: { cost: number };
+      meta: { cost: { input: number; output: number; total: number } };
+    };
+    const nano = (usd: number) => Math.round(usd * 1e9);
+    expect(nano(body.usage.cost)).toBe(nano(body.meta.cost.input) + nano(body.meta.cost.output));
+    expect(body.usage.cost).toBe((nano(body.meta.cost.input) + nano(body.meta.cost.output)) / 1e9);
     expect(body.usage.cost).toBeGreaterThan(0);
     expect(res.headers['x-request-id']).toBeTruthy();
   });

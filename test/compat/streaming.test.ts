@@ -90,17 +90,22 @@ describe.each([
       expect(chunks.filter((c) => (c.choices[0]?.delta.content ?? '') !== '').length).toBeGreaterThan(2);
       expect(chunks[0]?.choices[0]?.delta.role).toBe('assistant');
       expect(chunks.filter((c) => c.choices[0]?.delta.role !== undefined)).toHaveLength(1);
-      expect(chunks.at(-2)?.choices[0]?.finish_reason).toBe('stop');
+      const finish = chunks.at(includeUsage ? -2 : -1);
+      expect(finish?.choices).toEqual([{ index: 0, delta: {}, finish_reason: 'stop' }]);
       expect(h.sim.requests(slug).at(-1)?.stream).toBe(true);
       // Before the last chunk, OpenAI writes `usage: null` when usage was asked for, and nothing otherwise.
       for (const chunk of chunks.slice(0, -1)) {
         if (includeUsage) expect(chunk.usage).toBeNull();
         else expect(chunk).not.toHaveProperty('usage');
+        expect(chunk).not.toHaveProperty('meta');
       }
 
-      // The bill chunk comes last, asked for or not: the upstream's counts, the cost, and the balance.
+      // The bill comes last, asked for or not: the upstream's counts, the cost, and the balance. As
+      // OpenAI sends usage: in a chunk with `choices: []` when asked for; else on the finish chunk, so
+      // that no chunk has an empty `choices`.
       const last = chunks.at(-1) as Billed;
-      expect(last.choices).toEqual([]);
+      if (includeUsage) expect(last.choices).toEqual([]);
+      else expect(chunks.every((c) => c.choices.length > 0)).toBe(true);
       expect(last.usage).toMatchObject({
         prompt_tokens: expected.usage?.prompt_tokens,
         completion_tokens: expected.usage?.completion_tokens,
@@ -109,7 +114,9 @@ describe.each([
       const meta = last.meta as NonNullable<StreamChunk['meta']>;
       expect(meta.provider).toBe(provider);
       expect(meta.cost).toEqual(expected.meta?.cost);
-      expect((last.usage as unknown as { cost: number }).cost).toBe(meta.cost.total);
+      expect((last.usage as unknown as { cost: number }).cost).toBe(
+        (nanoOf(meta.cost.input) + nanoOf(meta.cost.output)) / 1e9,
+      );
       const after = await h.balanceNano(accountId);
       expect(before - after).toBe(nanoOf(meta.cost.total));
       expect(nanoOf(meta.balance)).toBe(after);
@@ -179,8 +186,9 @@ describe.each([
     expect(error).toBeInstanceOf(OpenAI.APIError);
     expect(error).toMatchObject({ code: 'provider_error', type: 'upstream_error' });
     expect(chunks.some((c) => (c.choices[0]?.delta.content ?? '') !== '')).toBe(true);
+    // No choice finished: the bill rides on an empty delta of choice 0, never on `choices: []`.
     const bill = chunks.at(-1) as Billed;
-    expect(bill.choices).toEqual([]);
+    expect(bill.choices).toEqual([{ index: 0, delta: {}, finish_reason: null }]);
     expect(bill.meta?.provider).toBe(provider);
     expect(before - (await h.balanceNano(accountId))).toBe(nanoOf(bill.meta?.cost.total ?? Number.NaN));
     expect(h.sim.streams(slug).at(-1)?.outcome).toBe('cut');

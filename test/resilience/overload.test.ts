@@ -42,7 +42,9 @@ let key: string;
 beforeAll(async () => {
   pe = await setupProcessEnv('overload', {
     simLatencyMs: UPSTREAM_MS,
-    env: { MAX_CONCURRENT_REQUESTS: String(CAP), LOG_LEVEL: 'warn' },
+    // One key offers the whole load: its share of the slots (half, by default) is lifted, so that the
+    // process-wide cap is what sheds it.
+    env: { MAX_CONCURRENT_REQUESTS: String(CAP), KEY_MAX_CONCURRENT: '0', LOG_LEVEL: 'warn' },
   });
   key = (await pe.account('overload@example.test', 100_000_000_000)).key;
 });

@@ -21,6 +21,20 @@ describe('loadConfig', () => {
     expect(Object.isFrozen(c.providers['prov-qwen'])).toBe(true);
   });
 
+  it('gives one key half the in-flight slots unless KEY_MAX_CONCURRENT says otherwise (0: no limit)', () => {
+    expect(loadConfig({}).keyMaxConcurrent).toBe(2048);
+    expect(loadConfig({ MAX_CONCURRENT_REQUESTS: '50' }).keyMaxConcurrent).toBe(25);
+    expect(loadConfig({ MAX_CONCURRENT_REQUESTS: '1' }).keyMaxConcurrent).toBe(1);
+    expect(loadConfig({ MAX_CONCURRENT_REQUESTS: '50', KEY_MAX_CONCURRENT: '0' }).keyMaxConcurrent).toBe(0);
+    expect(loadConfig({ KEY_MAX_CONCURRENT: '7' }).keyMaxConcurrent).toBe(7);
+  });
+
+  it('waits 30 s for a stream client that takes nothing (STREAM_STALL_TIMEOUT_MS)', () => {
+    expect(loadConfig({}).streamStallTimeoutMs).toBe(30_000);
+    expect(loadConfig({ STREAM_STALL_TIMEOUT_MS: '500' }).streamStallTimeoutMs).toBe(500);
+    expect(() => loadConfig({ STREAM_STALL_TIMEOUT_MS: '10' })).toThrow(ConfigError);
+  });
+
   it('reads per-provider variables, prov-gpt-oss-120b as PROV_GPT_OSS_120B_*', () => {
     const c = loadConfig({
       PROV_GPT_OSS_120B_API_KEY: 'secret',
