@@ -137,7 +137,10 @@ export class Billing {
   async settle(
     hold: Hold,
     bill: Bill,
-    usage: Omit<UsageRecord, 'promptTokens' | 'completionTokens' | 'usageEstimated' | 'inputCostNano' | 'outputCostNano'>,
+    usage: Omit<
+      UsageRecord,
+      'promptTokens' | 'completionTokens' | 'usageEstimated' | 'inputCostNano' | 'outputCostNano'
+    >,
     idempotency?: { key: string; render: (charged: Charged) => string },
   ): Promise<Charged> {
     const input: SettleInput = {
@@ -155,7 +158,10 @@ export class Billing {
       },
     };
     if (idempotency) {
-      input.idempotency = { key: idempotency.key, render: (settled) => idempotency.render(charged(bill, settled)) };
+      input.idempotency = {
+        key: idempotency.key,
+        render: (settled) => idempotency.render(charged(bill, settled)),
+      };
     }
     try {
       return charged(bill, await this.store.settle(input));
@@ -227,7 +233,8 @@ export class Billing {
     const attempts: Attempt[] = [];
     for (const provider of req.candidates) {
       const cap = capWithinHold(provider, amountNano, plan);
-      if (cap !== undefined) attempts.push({ provider, cap, promptBound: promptTokenBound(plan.prompt, provider) });
+      if (cap !== undefined)
+        attempts.push({ provider, cap, promptBound: promptTokenBound(plan.prompt, provider) });
     }
     return { holdId, accountId: req.accountId, amountNano, attempts };
   }
@@ -237,7 +244,12 @@ export class Billing {
 function charged(bill: Bill, settled: SettleResult): Charged {
   const { balanceNano, shortfallNano, chargedNano } = settled;
   if (shortfallNano === 0) {
-    return { inputCostNano: bill.inputCostNano, outputCostNano: bill.outputCostNano, balanceNano, shortfallNano };
+    return {
+      inputCostNano: bill.inputCostNano,
+      outputCostNano: bill.outputCostNano,
+      balanceNano,
+      shortfallNano,
+    };
   }
   const inputCostNano = Math.min(bill.inputCostNano, chargedNano);
   return { inputCostNano, outputCostNano: chargedNano - inputCostNano, balanceNano, shortfallNano };

@@ -73,7 +73,10 @@ export async function openCall<T>(
     }
   } catch (err) {
     // An error of the gateway's own: nothing was served, the hold goes back.
-    await deps.billing.release(hold, failedUsage(deps, ctx, hold.attempts[0]?.provider, 'internal_error', 500));
+    await deps.billing.release(
+      hold,
+      failedUsage(deps, ctx, hold.attempts[0]?.provider, 'internal_error', 500),
+    );
     throw err;
   }
   const error = opening.callerGone?.()

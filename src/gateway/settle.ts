@@ -55,7 +55,13 @@ export async function settleCall(
         ? { countedPrompt: await count(counter, promptToCount(req, provider.imageTokens), owner) }
         : {}),
       ...(usage.completionTokens === undefined || cut !== undefined
-        ? { countedCompletion: await count(counter, completionToCount(result.choices, result.reasoning), owner) }
+        ? {
+            countedCompletion: await count(
+              counter,
+              completionToCount(result.choices, result.reasoning),
+              owner,
+            ),
+          }
         : {}),
     },
     { holdNano: hold.amountNano, withinHold: cut !== undefined || served.atMostHold === true },
