@@ -2,29 +2,54 @@ import { GatewayError } from '../errors.js';
 import { formatNano, maxTokensFor, tokenCost } from '../money/money.js';
 import type { ProviderConfig } from '../providers/types.js';
 import { timeOrderedHex } from '../random.js';
-import type { SettleInput, Store, UsageRecord } from '../store/types.js';
+import type { SettleInput, SettleResult, Store, UsageRecord } from '../store/types.js';
+import type { Bill } from './bill.js';
 import {
+  type CallShape,
   callCostBound,
   capWithinHold,
   fullHoldFor,
   type HoldPlanInput,
+  promptSize,
   promptTokenBound,
 } from './estimate.js';
+
+export { type Bill, billFor, type UsageCount } from './bill.js';
+export { completionToCount, promptToCount, type TextsToCount } from './countable.js';
+export type { CallShape } from './estimate.js';
+
+/** One provider the hold can pay for, and the terms of that attempt. */
+export interface Attempt {
+  provider: ProviderConfig;
+  /** The completion cap to send it, per choice: what the hold pays for (never above the caller's). */
+  cap: number;
+  /** The hold's bound of the prompt's tokens on this provider: a counted prompt is never billed above it. */
+  promptBound: number;
+}
 
 export interface Hold {
   holdId: string;
   accountId: string;
   amountNano: number;
-  /** The candidates worth trying within this hold (the first always is). */
-  candidates: ProviderConfig[];
+  /** The candidates worth trying within this hold, in order, each with its cap (the first always is). */
+  attempts: Attempt[];
 }
 
 export interface HoldRequest {
   accountId: string;
   requestId: string;
   candidates: readonly ProviderConfig[];
-  plan: HoldPlanInput;
+  call: CallShape;
+  minCompletionTokens: number;
   expiresAt: number;
+}
+
+/** What a settle charged: the bill's split after a shortfall (if any), and the balance after it. */
+export interface Charged {
+  inputCostNano: number;
+  outputCostNano: number;
+  balanceNano: number;
+  shortfallNano: number;
 }
 
 export interface AccountSummary {
@@ -73,14 +98,19 @@ export class Billing {
    * gave none; otherwise 402 insufficient_balance.
    */
   async hold(req: HoldRequest): Promise<Hold> {
-    const full = fullHoldFor(req.candidates, req.plan);
+    const plan: HoldPlanInput = {
+      prompt: promptSize(req.call),
+      requestedMaxTokens: req.call.maxTokens,
+      minCompletionTokens: req.minCompletionTokens,
+      choices: req.call.n,
+    };
+    const full = fullHoldFor(req.candidates, plan);
     const first = await this.place(req, full);
-    if (first.ok) return this.holdOf(req, first.holdId, full);
+    if (first.ok) return this.holdOf(req, plan, first.holdId, full);
 
     const primary = req.candidates[0];
     if (!primary) throw new Error('hold() needs at least one candidate');
     const balance = first.balanceNano;
-    const { plan } = req;
     const { requestedMaxTokens } = plan;
     let amount: number | undefined;
     if (requestedMaxTokens !== undefined) {
@@ -95,22 +125,46 @@ export class Billing {
       throw insufficient(balance, callCostBound(primary, plan, plan.minCompletionTokens));
     const second = await this.place(req, amount);
     if (!second.ok) throw insufficient(second.balanceNano, amount);
-    return this.holdOf(req, second.holdId, amount);
+    return this.holdOf(req, plan, second.holdId, amount);
   }
 
-  /** Charges the actual cost and returns the rest of the hold, writing the usage row (one transaction). */
-  async settle(hold: Hold, costNano: number, usage: UsageRecord, idempotency?: SettleInput['idempotency']) {
+  /**
+   * Charges a call's bill (`billFor`) and returns the rest of the hold, writing the usage row with the
+   * bill's tokens and costs (one transaction). When the hold and the balance together cannot pay the bill,
+   * what was charged is split input first, then output, so the caller is told exactly what left the
+   * balance; the rest is the usage row's shortfall.
+   */
+  async settle(
+    hold: Hold,
+    bill: Bill,
+    usage: Omit<
+      UsageRecord,
+      'promptTokens' | 'completionTokens' | 'usageEstimated' | 'inputCostNano' | 'outputCostNano'
+    >,
+    idempotency?: { key: string; render: (charged: Charged) => string },
+  ): Promise<Charged> {
     const input: SettleInput = {
       holdId: hold.holdId,
       accountId: hold.accountId,
       holdAmountNano: hold.amountNano,
-      costNano,
-      usage,
+      costNano: bill.inputCostNano + bill.outputCostNano,
+      usage: {
+        ...usage,
+        promptTokens: bill.promptTokens,
+        completionTokens: bill.completionTokens,
+        usageEstimated: bill.estimated,
+        inputCostNano: bill.inputCostNano,
+        outputCostNano: bill.outputCostNano,
+      },
     };
-    // Set only when there is one (no spread of an empty object on every call).
-    if (idempotency) input.idempotency = idempotency;
+    if (idempotency) {
+      input.idempotency = {
+        key: idempotency.key,
+        render: (settled) => idempotency.render(charged(bill, settled)),
+      };
+    }
     try {
-      return await this.store.settle(input);
+      return charged(bill, await this.store.settle(input));
     } finally {
       this.open.delete(hold.holdId);
     }
@@ -173,13 +227,32 @@ export class Billing {
     return { ok: false, balanceNano: result.balanceNano };
   }
 
-  private holdOf(req: HoldRequest, holdId: string, amountNano: number): Hold {
+  /** The hold, with the cap each candidate gets within it; a candidate it cannot pay for is left out. */
+  private holdOf(req: HoldRequest, plan: HoldPlanInput, holdId: string, amountNano: number): Hold {
     this.open.add(holdId);
-    const candidates = req.candidates.filter(
-      (c, i) => i === 0 || capWithinHold(c, amountNano, req.plan) !== undefined,
-    );
-    return { holdId, accountId: req.accountId, amountNano, candidates };
+    const attempts: Attempt[] = [];
+    for (const provider of req.candidates) {
+      const cap = capWithinHold(provider, amountNano, plan);
+      if (cap !== undefined)
+        attempts.push({ provider, cap, promptBound: promptTokenBound(plan.prompt, provider) });
+    }
+    return { holdId, accountId: req.accountId, amountNano, attempts };
   }
+}
+
+/** The bill as charged: whole, or (a shortfall) what was charged split input first. */
+function charged(bill: Bill, settled: SettleResult): Charged {
+  const { balanceNano, shortfallNano, chargedNano } = settled;
+  if (shortfallNano === 0) {
+    return {
+      inputCostNano: bill.inputCostNano,
+      outputCostNano: bill.outputCostNano,
+      balanceNano,
+      shortfallNano,
+    };
+  }
+  const inputCostNano = Math.min(bill.inputCostNano, chargedNano);
+  return { inputCostNano, outputCostNano: chargedNano - inputCostNano, balanceNano, shortfallNano };
 }
 
 function insufficient(balanceNano: number, neededNano: number): GatewayError {

@@ -71,16 +71,23 @@ function partTokens(part: ContentPart): { tokens: number; images: number } {
   }
 }
 
+/** What the hold needs to know of a call: what the upstream reads, and how much it may write. */
+export interface CallShape {
+  messages: readonly ChatMessage[];
+  tools?: readonly ToolDefinition[] | undefined;
+  responseFormat?: ResponseFormat | undefined;
+  /** The caller's completion cap per choice, if any. */
+  maxTokens: number | undefined;
+  /** Choices asked for: each may write up to the cap. */
+  n: number;
+}
+
 /**
  * An upper bound of the prompt's token count in O(bytes), without a tokenizer: a BPE token is at least
  * one byte of UTF-8, so the byte count of everything the upstream reads as text bounds its tokens; the
  * template overhead is added on top, and images are counted apart.
  */
-export function promptSize(spec: {
-  messages: readonly ChatMessage[];
-  tools?: readonly ToolDefinition[] | undefined;
-  responseFormat?: ResponseFormat | undefined;
-}): PromptSize {
+export function promptSize(spec: Pick<CallShape, 'messages' | 'tools' | 'responseFormat'>): PromptSize {
   let tokens = TOKENS_PER_REQUEST;
   let images = 0;
   for (const m of spec.messages) {

@@ -2,9 +2,7 @@ import type { Logger } from 'pino';
 import type { Billing } from '../billing/billing.js';
 import type { Config } from '../config/index.js';
 import type {
-  ChatResult,
   ProviderAdapter,
-  ProviderConfig,
   ProviderName,
   UpstreamFailureKind,
   UpstreamHttpRequest,
@@ -68,18 +66,4 @@ export interface StreamCut {
   /** How the stream ended, and the error the client was sent (kept for an idempotent replay). */
   ending?: 'client_gone' | 'upstream_cut';
   message?: string | undefined;
-}
-
-/** An upstream's answer, as the settle needs it. */
-export interface Served {
-  provider: ProviderConfig;
-  result: ChatResult;
-  /** The completion cap sent, per choice. */
-  cap: number;
-  /** The hold's bound of the prompt's tokens on this provider: a counted prompt is never billed above it. */
-  promptBound: number;
-  /** Request fields the upstream's wire format left out. */
-  dropped: string[];
-  /** The upstream reported a prompt beyond the request's bound (`promptBeyondBound`): charge at most the hold. */
-  atMostHold?: boolean;
 }

@@ -1,11 +1,9 @@
-import type { Hold } from '../billing/billing.js';
-import { capWithinHold, type HoldPlanInput, promptTokenBound } from '../billing/estimate.js';
+import type { Attempt, Hold } from '../billing/billing.js';
 import { GatewayError } from '../errors.js';
 import type { SseEvent } from '../providers/sse-decoder.js';
 import type {
   ChatResult,
   ChoiceResult,
-  ProviderConfig,
   StreamDelta,
   StreamParser,
   UpstreamChatRequest,
@@ -13,43 +11,18 @@ import type {
 } from '../providers/types.js';
 import { UpstreamError } from '../providers/types.js';
 import type { UpstreamEventStream } from '../providers/upstream-stream-call.js';
-import type { UsageRecord } from '../store/types.js';
-import { callSpec, noteFailedAttempt, promptBeyondBound, usageProblem } from './call-spec.js';
-import type { GatewayDeps, Served, StreamCut } from './deps.js';
+import { type Opening, openCall } from './call.js';
+import { callSpec, promptBeyondBound, usageProblem } from './call-spec.js';
+import type { GatewayDeps, StreamCut } from './deps.js';
+import { settleCall } from './settle.js';
 import { StreamAnswer } from './stream-answer.js';
 import type { ChatCompletion, ChatRequest, RequestContext, StreamOutcome, StreamSink } from './types.js';
 import { toGatewayError } from './upstream-failure.js';
 
-/** What the streamed call shares with the plain one (`Gateway`): routing and holding, settling, failing. */
-export interface CallSteps {
-  prepare(
-    ctx: RequestContext,
-    req: ChatRequest,
-    deadline: number,
-  ): Promise<{ hold: Hold; plan: HoldPlanInput; explicit: boolean; candidates: ProviderConfig[] }>;
-  settle(
-    ctx: RequestContext,
-    req: ChatRequest,
-    hold: Hold,
-    served: Served,
-    cut?: StreamCut,
-  ): Promise<ChatCompletion>;
-  failedUsage(
-    ctx: RequestContext,
-    provider: ProviderConfig | undefined,
-    errorCode: string,
-    httpStatus: number,
-  ): UsageRecord;
-}
-
 /** An upstream whose stream has produced its first deltas: from here on the call is this provider's. */
-interface Opened {
-  provider: ProviderConfig;
-  cap: number;
+interface OpenStream {
   request: UpstreamChatRequest;
   dropped: string[];
-  /** The hold's bound of the prompt's tokens on this provider. */
-  promptBound: number;
   parser: StreamParser;
   /** The upstream's events still to read (none for an upstream that answered with one JSON body). */
   events: AsyncIterator<SseEvent> | undefined;
@@ -60,142 +33,90 @@ interface Opened {
   whole?: ChatResult;
 }
 
-type Failure = { provider: ProviderConfig; error: UpstreamError };
-
 /**
- * A streamed call: route and hold exactly as a plain call does, then open the upstream's stream, failing
- * over (under auto routing) only until an upstream has produced its first delta — nothing has reached the
- * client before that. Then the deltas are relayed as they come, at the client's pace, and the call is
- * settled when the stream ends: from the upstream's usage, or (no usage, a cut, the client gone) from the
- * tokens of what arrived — reasoning included — never above the hold. A client that leaves after the
- * upstream's stream began but before its first delta gets nothing, and the call is settled the same way.
+ * A streamed call: the one call path (`openCall`), where opening an upstream means reading its stream until
+ * the first delta — nothing has reached the client before that, so failover is still possible. Then the
+ * deltas are relayed as they come, at the client's pace, and the call is settled when the stream ends:
+ * from the upstream's usage, or (no usage, a cut, the client gone) from the tokens of what arrived —
+ * reasoning included — never above the hold. A client that leaves after the upstream's stream began but
+ * before its first delta gets nothing, and the call is settled the same way.
  */
 export async function streamCall(
-  gateway: CallSteps,
   deps: GatewayDeps,
   ctx: RequestContext,
   req: ChatRequest,
   sink: StreamSink,
 ): Promise<StreamOutcome> {
-  const now = deps.now ?? Date.now;
   const deadline = ctx.startedAt + deps.config.streamTimeoutMs;
-  const { hold, plan, explicit, candidates } = await gateway.prepare(ctx, req, deadline);
-  let opened: Opened | undefined;
-  let lastFailure: Failure | undefined;
-  try {
-    ({ opened, lastFailure } = await openFirst(deps, req, hold, plan, explicit, deadline, sink, now));
-    ctx.provider = opened?.provider.name ?? lastFailure?.provider.name ?? ctx.provider;
-  } catch (err) {
-    await deps.billing.release(hold, gateway.failedUsage(ctx, candidates[0], 'internal_error', 500));
-    throw err;
-  }
-  if (!opened) {
-    const error = sink.clientGone
-      ? new GatewayError('provider_error', 'The client left before the answer began.')
-      : lastFailure
-        ? toGatewayError(lastFailure.provider.name, lastFailure.error)
-        : new GatewayError('no_provider_available', 'No provider is available for this request right now.', {
-            retryAfterSeconds: 30,
-          });
-    await deps.billing.release(
-      hold,
-      gateway.failedUsage(ctx, lastFailure?.provider ?? candidates[0], error.code, error.status),
-    );
-    throw error;
-  }
-  return relay(gateway, deps, ctx, req, hold, opened, sink);
+  const opened = await openCall(deps, ctx, req, deadline, streamOpening(deps, req, sink));
+  return relay(deps, ctx, req, opened.hold, opened.attempt, opened.answer, sink);
 }
 
-/** Tries the hold's candidates in order until one's stream carries a delta (or all have failed). */
-async function openFirst(
-  deps: GatewayDeps,
-  req: ChatRequest,
-  hold: Hold,
-  plan: HoldPlanInput,
-  explicit: boolean,
-  deadline: number,
-  sink: StreamSink,
-  now: () => number,
-): Promise<{ opened?: Opened; lastFailure?: Failure }> {
-  const { registry, upstream, adapterFor, observer } = deps;
-  let lastFailure: Failure | undefined;
-  for (const provider of hold.candidates) {
-    if (sink.clientGone) break;
-    const remaining = deadline - now();
-    if (remaining <= 0) {
-      lastFailure ??= { provider, error: new UpstreamError('timeout', 'request deadline passed') };
-      break;
-    }
-    if (!registry.health.tryAcquire(provider.name)) continue;
-    const cap = capWithinHold(provider, hold.amountNano, plan);
-    if (cap === undefined) {
-      registry.health.releaseProbe(provider.name);
-      continue;
-    }
-    const adapter = adapterFor(provider.wireFormat);
-    const started = performance.now();
-    let stream: UpstreamEventStream | undefined;
-    // A client that leaves before the first delta ends the upstream call too: nothing is charged when the
-    // upstream's stream had not begun, the prompt and the reasoning so far when it had.
-    const abandon = new AbortController();
-    sink.onClientGone(() => abandon.abort());
-    try {
-      const request: UpstreamChatRequest = { ...callSpec(req, provider), maxTokens: cap };
-      const httpRequest = adapter.buildRequest(provider, request, { stream: true });
-      const dropped = httpRequest.dropped ?? [];
-      const promptBound = promptTokenBound(plan.prompt, provider);
-      const result = await upstream.openStream(httpRequest, {
-        firstByteTimeoutMs: Math.min(provider.firstByteTimeoutMs, remaining),
-        idleTimeoutMs: provider.streamIdleTimeoutMs,
-        deadlineMs: remaining,
-        connectTimeoutMs: provider.connectTimeoutMs,
-        signal: abandon.signal,
-      });
-      let opened: Opened;
-      if (result.kind === 'response') {
-        // A non-2xx answer throws here (classified by status); a 2xx JSON answer is relayed as one piece.
-        const whole = adapter.parseResponse(provider, result.response, request);
-        opened = {
-          provider,
-          cap,
-          request,
-          dropped,
-          promptBound,
-          parser: adapter.streamParser(provider, request),
-          events: undefined,
-          close: () => {},
-          first: deltasOf(whole.choices),
-          whole,
-        };
-      } else {
-        stream = result;
-        const parser = adapter.streamParser(provider, request);
-        const events = result.events[Symbol.asyncIterator]();
-        const read = { events: 0 };
-        let first: StreamDelta[];
-        try {
-          first = await firstDeltas(parser, events, read);
-        } catch (err) {
-          // The upstream accepted the call and its answer began (its start, its reasoning) before the client
-          // left: it bills the prompt and what it generated, so the call is settled as any other hang-up.
-          if (!sink.clientGone || read.events === 0) throw err;
-          first = [];
+/** Opens an upstream's stream and reads it until its first delta. */
+function streamOpening(deps: GatewayDeps, req: ChatRequest, sink: StreamSink): Opening<OpenStream> {
+  const { upstream, adapterFor, observer } = deps;
+  return {
+    stream: true,
+    callerGone: () => sink.clientGone,
+    async open({ provider, cap }, remaining) {
+      const adapter = adapterFor(provider.wireFormat);
+      const started = performance.now();
+      let stream: UpstreamEventStream | undefined;
+      // A client that leaves before the first delta ends the upstream call too: nothing is charged when the
+      // upstream's stream had not begun, the prompt and the reasoning so far when it had.
+      const abandon = new AbortController();
+      sink.onClientGone(() => abandon.abort());
+      try {
+        const request: UpstreamChatRequest = { ...callSpec(req, provider), maxTokens: cap };
+        const httpRequest = adapter.buildRequest(provider, request, { stream: true });
+        const dropped = httpRequest.dropped ?? [];
+        const result = await upstream.openStream(httpRequest, {
+          firstByteTimeoutMs: Math.min(provider.firstByteTimeoutMs, remaining),
+          idleTimeoutMs: provider.streamIdleTimeoutMs,
+          deadlineMs: remaining,
+          connectTimeoutMs: provider.connectTimeoutMs,
+          signal: abandon.signal,
+        });
+        let opened: OpenStream;
+        if (result.kind === 'response') {
+          // A non-2xx answer throws here (classified by status); a 2xx JSON answer is relayed as one piece.
+          const whole = adapter.parseResponse(provider, result.response, request);
+          opened = {
+            request,
+            dropped,
+            parser: adapter.streamParser(provider, request),
+            events: undefined,
+            close: () => {},
+            first: deltasOf(whole.choices),
+            whole,
+          };
+        } else {
+          stream = result;
+          const parser = adapter.streamParser(provider, request);
+          const events = result.events[Symbol.asyncIterator]();
+          const read = { events: 0 };
+          let first: StreamDelta[];
+          try {
+            first = await firstDeltas(parser, events, read);
+          } catch (err) {
+            // The upstream accepted the call and its answer began (its start, its reasoning) before the
+            // client left: it bills the prompt and what it generated, so the call is settled as any other
+            // hang-up.
+            if (!sink.clientGone || read.events === 0) throw err;
+            first = [];
+          }
+          opened = { request, dropped, parser, events, close: result.close, first };
         }
-        opened = { provider, cap, request, dropped, promptBound, parser, events, close: result.close, first };
+        if (opened.first.length > 0) {
+          observer?.streamStarted?.(provider.name, (performance.now() - started) / 1000);
+        }
+        return opened;
+      } catch (err) {
+        stream?.close();
+        throw err;
       }
-      const seconds = (performance.now() - started) / 1000;
-      observer?.upstreamAttempt(provider.name, 'ok', seconds);
-      if (opened.first.length > 0) observer?.streamStarted?.(provider.name, seconds);
-      registry.health.recordSuccess(provider.name);
-      return { opened };
-    } catch (err) {
-      stream?.close();
-      noteFailedAttempt(deps, provider, err, started, true);
-      lastFailure = { provider, error: err };
-      if (explicit || !err.retryable) break;
-    }
-  }
-  return { lastFailure };
+    },
+  };
 }
 
 /**
@@ -243,15 +164,16 @@ export function deltasOf(choices: readonly ChoiceResult[]): StreamDelta[] {
 
 /** Relays the opened stream to the client, then settles the call by how the stream ended. */
 async function relay(
-  gateway: CallSteps,
   deps: GatewayDeps,
   ctx: RequestContext,
   req: ChatRequest,
   hold: Hold,
-  opened: Opened,
+  attempt: Attempt,
+  opened: OpenStream,
   sink: StreamSink,
 ): Promise<StreamOutcome> {
-  const { provider, parser, events } = opened;
+  const { provider } = attempt;
+  const { parser, events } = opened;
   const answer = new StreamAnswer();
   // The operator stops paying for tokens nobody reads: the upstream call is aborted as the client leaves.
   sink.onClientGone(opened.close);
@@ -292,7 +214,7 @@ async function relay(
     model,
     reasoning: opened.whole === undefined ? parser.reasoning() : opened.whole.reasoning,
   };
-  const problem = usageProblem(result, opened.cap * req.n);
+  const problem = usageProblem(result, attempt.cap * req.n);
   if (problem !== undefined) {
     deps.logger.warn(
       { provider: provider.name, problem },
@@ -300,7 +222,7 @@ async function relay(
     );
     result.usage = { promptTokens: undefined, completionTokens: undefined };
   }
-  const atMostHold = promptBeyondBound(result, opened.promptBound);
+  const atMostHold = promptBeyondBound(result, attempt.promptBound);
   if (atMostHold) {
     deps.logger.warn(
       { provider: provider.name, promptTokens: result.usage.promptTokens },
@@ -345,18 +267,12 @@ async function relay(
   }
   let completion: ChatCompletion;
   try {
-    completion = await gateway.settle(
+    completion = await settleCall(
+      deps,
       ctx,
       req,
       hold,
-      {
-        provider,
-        result,
-        cap: opened.cap,
-        promptBound: opened.promptBound,
-        dropped: opened.dropped,
-        atMostHold,
-      },
+      { attempt, result, dropped: opened.dropped, atMostHold },
       cut,
     );
   } finally {

@@ -28,7 +28,7 @@ const ALLOWED: Readonly<Record<string, readonly string[]>> = {
   auth: ['store', 'config'],
   billing: ['store', 'config', 'money', 'providers'],
   cluster: ['auth', 'routing', 'config'],
-  gateway: ['billing', 'routing', 'store', 'config', 'money', 'providers'],
+  gateway: ['billing', 'routing', 'store', 'config', 'providers'],
   metrics: ['gateway', 'routing', 'config', 'providers'],
   api: ['gateway', 'auth', 'billing', 'routing', 'store', 'config', 'money', 'providers'],
   dashboard: ['auth', 'billing', 'routing', 'store', 'config', 'money', 'providers'],
@@ -409,6 +409,15 @@ describe('import rules of src/ and bench/ (docs/architecture.md, "Allowed import
       edges.set(i.from, [...(edges.get(i.from) ?? []), i]);
     }
     problems.push(...fileCycles(benchFiles, edges, () => 'bench/'));
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
+  it('(h) reaches billing/ only through billing/billing.ts, its public face', () => {
+    const face = join('src', 'billing', 'billing.ts');
+    const problems = internal
+      .filter((i) => folderOf(i.to) === 'billing' && folderOf(i.from) !== 'billing')
+      .filter((i) => relative(REPO, i.to) !== face)
+      .map((i) => `${show(i)}: import billing/billing.ts, which exports what billing/ offers`);
     expect(problems, problems.join('\n')).toEqual([]);
   });
 
