@@ -59,7 +59,8 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
   const plotH = H - TOP - BOTTOM;
   const slot = plotW / Math.max(1, days.length);
   const barW = Math.max(2, slot * 0.7);
-  const every = Math.ceil(days.length / 8);
+  // At most 8 day labels (5 on a phone's canvas), so `Nov 28` and its neighbour never touch.
+  const every = Math.ceil(days.length / (W < 500 ? 5 : 8));
   const sum = totals.reduce((a, b) => a + b, 0);
   const what = metric === 'cost' ? 'Spend' : 'Tokens';
 
