@@ -99,7 +99,16 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
   app.get('/invites', admin, async () => {
     const invites = await dashboardStore.listInvites(100);
     const at = now();
-    return { signup: config.signup, data: invites.map((i) => inviteView(i, at)) };
+    // Who used each invite, by email (the page says who signed up with it; at most 100 look-ups).
+    const emails = new Map<string, string>();
+    for (const id of new Set(invites.flatMap((i) => (i.usedBy === null ? [] : [i.usedBy])))) {
+      const account = await store.getAccount(id);
+      if (account) emails.set(id, account.email);
+    }
+    return {
+      signup: config.signup,
+      data: invites.map((i) => inviteView(i, at, i.usedBy === null ? null : (emails.get(i.usedBy) ?? null))),
+    };
   });
 
   app.post('/invites', admin, async (request, reply) => {

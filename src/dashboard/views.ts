@@ -80,7 +80,8 @@ export function creditView(c: CreditEntry) {
   };
 }
 
-export function inviteView(i: InviteRecord, now: number) {
+/** An invite; `usedByEmail`: the email of the account that signed up with it, where the route looked it up. */
+export function inviteView(i: InviteRecord, now: number, usedByEmail: string | null = null) {
   const status =
     i.usedAt !== null ? 'used' : i.revokedAt !== null ? 'revoked' : i.expiresAt <= now ? 'expired' : 'open';
   return {
@@ -92,6 +93,7 @@ export function inviteView(i: InviteRecord, now: number) {
     expires_at: iso(i.expiresAt),
     used_at: isoOrNull(i.usedAt),
     used_by: i.usedBy,
+    used_by_email: usedByEmail,
   };
 }
 

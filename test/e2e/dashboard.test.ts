@@ -107,7 +107,10 @@ describe.skipIf(!canRun)('dashboard in a real browser (headless Chromium)', () =
     await adminPage.getByLabel('Amount (USD)').fill('5');
     await adminPage.getByLabel('Note').fill('welcome credit');
     await adminPage.getByRole('button', { name: 'Add credit' }).click();
-    await adminPage.getByText(`Added $5 to ${email}; the balance is now $5.00.`).waitFor();
+    await adminPage
+      .getByRole('main')
+      .getByText(`Added $5.000000 to ${email}; the balance is now $5.000000.`)
+      .waitFor();
     await adminContext.close();
 
     await page.reload();
@@ -169,7 +172,7 @@ describe.skipIf(!canRun)('dashboard in a real browser (headless Chromium)', () =
     expect(after.body).toEqual({
       error: { message: 'Invalid API key', type: 'authentication_error', code: 'invalid_api_key' },
     });
-    await page.getByText('Key “e2e laptop” was revoked').waitFor();
+    await page.getByRole('main').getByText('Key “e2e laptop” was revoked').waitFor();
     await page.getByRole('cell', { name: 'Revoked', exact: true }).waitFor();
     await context.close();
   });

@@ -66,6 +66,8 @@ export interface UsageEntry {
   error_code: string | null;
   http_status: number;
   client_gone: boolean;
+  /** 1, or for a row of refused requests (402 before any hold) how many that minute had. */
+  requests: number;
 }
 
 export interface DayTotals {
@@ -76,7 +78,7 @@ export interface DayTotals {
 }
 
 export interface DailyUsage {
-  days: (DayTotals & { date: string; by_provider: Record<string, DayTotals> })[];
+  days: (DayTotals & { date: string; refused: number; by_provider: Record<string, DayTotals> })[];
   providers: string[];
 }
 
@@ -111,6 +113,8 @@ export interface Invite {
   expires_at: string;
   used_at: string | null;
   used_by: string | null;
+  /** The email of the account that signed up with it. */
+  used_by_email: string | null;
 }
 
 export const PROVIDERS = [

@@ -1,5 +1,5 @@
 import { type ReactNode, useCallback, useEffect, useMemo, useState } from 'react';
-import { api, type SessionInfo, setCsrfToken, setSessionEndedHandler } from './api';
+import { ApiError, api, type SessionInfo, setCsrfToken, setSessionEndedHandler } from './api';
 import { Layout } from './components/layout';
 import { AccountPage } from './pages/account';
 import { AdminAccountsPage } from './pages/admin-accounts';
@@ -24,14 +24,64 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/admin/providers': { title: 'Providers', admin: true, render: () => <AdminProvidersPage /> },
 };
 
+/**
+ * A logout that could not reach the server is remembered here (`this` or `everywhere`) until the server
+ * confirms it: the next load of the app, in any tab, ends the session before showing anything.
+ */
+const LOGOUT_PENDING = 'tollgate.logout-pending';
+
+function pendingLogout(): 'this' | 'everywhere' | undefined {
+  try {
+    const v = window.localStorage.getItem(LOGOUT_PENDING);
+    return v === 'this' || v === 'everywhere' ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function setPendingLogout(value: 'this' | 'everywhere' | undefined): void {
+  try {
+    if (value) window.localStorage.setItem(LOGOUT_PENDING, value);
+    else window.localStorage.removeItem(LOGOUT_PENDING);
+  } catch {
+    // Storage disabled: the retries of this page still run.
+  }
+}
+
+/** Ends the session on the server: true once it is gone (also when it had already ended). */
+async function endSession(everywhere: boolean): Promise<boolean> {
+  try {
+    await api('POST', '/auth/logout', everywhere ? { everywhere: true } : {});
+    return true;
+  } catch (err) {
+    return err instanceof ApiError && err.status === 401;
+  }
+}
+
+const RETRY_MS = 5000;
+
 export function App() {
   const [info, setInfo] = useState<SessionInfo>();
   const [loadError, setLoadError] = useState<string>();
+  const [loginNotice, setLoginNotice] = useState<string>();
+  const [logoutFailed, setLogoutFailed] = useState(false);
   const { path } = useLocation();
 
   const refresh = useCallback(async () => {
     try {
-      const next = await api<SessionInfo>('GET', '/session');
+      let next = await api<SessionInfo>('GET', '/session');
+      const pending = pendingLogout();
+      if (pending && next.authenticated) {
+        // A logout that did not reach the server before: finish it first.
+        setCsrfToken(next.csrf_token);
+        if (!(await endSession(pending === 'everywhere'))) throw new Error('logout failed');
+        next = await api<SessionInfo>('GET', '/session');
+      }
+      if (pending) {
+        setPendingLogout(undefined);
+        setLogoutFailed(false);
+        if (!next.authenticated) setLoginNotice('You are logged out.');
+      }
       setCsrfToken(next.authenticated ? next.csrf_token : undefined);
       setInfo(next);
       setLoadError(undefined);
@@ -42,19 +92,48 @@ export function App() {
 
   useEffect(() => {
     setSessionEndedHandler(() => {
+      setLoginNotice(
+        'Your session has ended: it expired, you logged out elsewhere, or an administrator disabled the account. Log in again to continue.',
+      );
       void refresh();
     });
     void refresh();
   }, [refresh]);
 
+  const finishLogout = useCallback(async () => {
+    const pending = pendingLogout() ?? 'this';
+    if (!(await endSession(pending === 'everywhere'))) {
+      setLogoutFailed(true);
+      return;
+    }
+    setPendingLogout(undefined);
+    setLogoutFailed(false);
+    setCsrfToken(undefined);
+    setLoginNotice('You are logged out.');
+    await refresh();
+    navigate('/login', { replace: true });
+  }, [refresh]);
+
   const logout = useCallback(
     async (everywhere = false) => {
-      await api('POST', '/auth/logout', everywhere ? { everywhere: true } : {}).catch(() => undefined);
-      await refresh();
-      navigate('/login', { replace: true });
+      // Remembered before the call: should it not arrive, the next load of the app finishes it.
+      setPendingLogout(everywhere ? 'everywhere' : 'this');
+      await finishLogout();
     },
-    [refresh],
+    [finishLogout],
   );
+
+  useEffect(() => {
+    // A logout that could not reach the server is retried until it does.
+    if (!logoutFailed) return;
+    const retry = () => void finishLogout();
+    const timer = window.setInterval(retry, RETRY_MS);
+    window.addEventListener('online', retry);
+    return () => {
+      window.clearInterval(timer);
+      window.removeEventListener('online', retry);
+    };
+  }, [logoutFailed, finishLogout]);
 
   const session = useMemo<Session | undefined>(
     () =>
@@ -75,34 +154,71 @@ export function App() {
     document.title = title ? `${title} · Tollgate` : 'Tollgate';
   }, [info, page, path]);
 
-  if (loadError) {
-    return (
-      <main className="centered">
-        <p className="notice error" role="alert">
-          {loadError}
-        </p>
-      </main>
-    );
-  }
-  if (!info) {
-    return (
-      <main className="centered" aria-busy="true">
-        <p className="hint">Loading…</p>
-      </main>
-    );
-  }
-  if (!info.authenticated || !session) {
-    return path === '/signup' ? (
-      <SignupPage mode={info.signup} onSignedUp={refresh} />
-    ) : (
-      <LoginPage signup={info.signup} onLoggedIn={refresh} />
-    );
-  }
-  if (onAuthPage) return null;
-  const allowed = page && (!page.admin || session.account.role === 'admin');
   return (
-    <SessionContext.Provider value={session}>
-      <Layout title={allowed ? page.title : 'Not found'}>{allowed ? page.render() : <NotFoundPage />}</Layout>
-    </SessionContext.Provider>
+    <>
+      <output id="announcer" className="visually-hidden" aria-live="polite" />
+      {body()}
+    </>
   );
+
+  function body(): ReactNode {
+    if (logoutFailed) {
+      // The account's pages are hidden (what the browser can do), and the page says the truth: the
+      // session is still open on the server until a retry gets through.
+      return (
+        <main className="centered">
+          <div className="panel narrow">
+            <h1>Not logged out yet</h1>
+            <p className="notice error" role="alert">
+              The server cannot be reached, so you are <strong>still logged in</strong>. Tollgate keeps trying
+              and logs you out as soon as the server answers, also if you close this tab and open the
+              dashboard again.
+            </p>
+            <button type="button" className="button primary" onClick={() => void finishLogout()}>
+              Try to log out again
+            </button>
+          </div>
+        </main>
+      );
+    }
+    if (loadError) {
+      return (
+        <main className="centered">
+          <p className="notice error" role="alert">
+            {loadError}
+          </p>
+        </main>
+      );
+    }
+    if (!info) {
+      return (
+        <main className="centered" aria-busy="true">
+          <p className="hint">Loading…</p>
+        </main>
+      );
+    }
+    if (!info.authenticated || !session) {
+      return path === '/signup' ? (
+        <SignupPage mode={info.signup} onSignedUp={refresh} />
+      ) : (
+        <LoginPage
+          signup={info.signup}
+          notice={loginNotice}
+          onLoggedIn={async () => {
+            setLoginNotice(undefined);
+            await refresh();
+          }}
+        />
+      );
+    }
+    if (onAuthPage) return null;
+    const allowed = page && (!page.admin || session.account.role === 'admin');
+    return (
+      <SessionContext.Provider value={session}>
+        <Layout title={allowed ? page.title : 'Not found'}>
+          {allowed ? page.render() : <NotFoundPage />}
+        </Layout>
+      </SessionContext.Provider>
+    );
+  }
 }

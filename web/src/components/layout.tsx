@@ -1,4 +1,5 @@
-import type { ReactNode } from 'react';
+import { type ReactNode, useEffect, useRef } from 'react';
+import { announce, focusOn } from '../announce';
 import { Link, useLocation } from '../router';
 import { useSession } from '../session';
 
@@ -33,6 +34,16 @@ function NavLinks({ links, path }: { links: { to: string; label: string }[]; pat
 export function Layout({ title, children }: { title: string; children: ReactNode }) {
   const { account, logout } = useSession();
   const { path } = useLocation();
+  const heading = useRef<HTMLHeadingElement>(null);
+  const shownPath = useRef(path);
+  useEffect(() => {
+    // After a move to another page (not the first load), the focus goes to its heading, where a
+    // keyboard or screen-reader user starts reading, and the new page is announced.
+    if (shownPath.current === path) return;
+    shownPath.current = path;
+    focusOn(heading.current);
+    announce(`${title} page`);
+  }, [path, title]);
   return (
     <div className="shell">
       <a className="skip-link" href="#main">
@@ -66,7 +77,9 @@ export function Layout({ title, children }: { title: string; children: ReactNode
         )}
       </nav>
       <main id="main" className="content" tabIndex={-1}>
-        <h1>{title}</h1>
+        <h1 ref={heading} tabIndex={-1}>
+          {title}
+        </h1>
         {children}
       </main>
     </div>

@@ -1,7 +1,7 @@
 import { useId, useSyncExternalStore } from 'react';
 import type { DailyUsage, DayTotals } from '../api';
 import { PROVIDERS } from '../api';
-import { compact, tokens, usd } from '../format';
+import { compact, shortDay, tokens, usd } from '../format';
 
 export type ChartMetric = 'cost' | 'tokens';
 
@@ -17,7 +17,7 @@ function metricValue(t: DayTotals, metric: ChartMetric): number {
 }
 
 function label(v: number, metric: ChartMetric): string {
-  return metric === 'cost' ? usd(v, 4) : compact(v);
+  return metric === 'cost' ? usd(v) : compact(v);
 }
 
 /** A round number at or above `v`, for the top of the axis. */
@@ -59,7 +59,8 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
   const plotH = H - TOP - BOTTOM;
   const slot = plotW / Math.max(1, days.length);
   const barW = Math.max(2, slot * 0.7);
-  const every = Math.ceil(days.length / 8);
+  // At most 8 day labels (5 on a phone's canvas), so `Nov 28` and its neighbour never touch.
+  const every = Math.ceil(days.length / (W < 500 ? 5 : 8));
   const sum = totals.reduce((a, b) => a + b, 0);
   const what = metric === 'cost' ? 'Spend' : 'Tokens';
 
@@ -68,7 +69,7 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
       <svg viewBox={`0 0 ${W} ${H}`} role="img" aria-labelledby={`${titleId} ${descId}`}>
         <title id={titleId}>{`${what} per day by provider`}</title>
         <desc id={descId}>
-          {`${what} over the last ${days.length} days: ${label(sum, metric)} in total.`}
+          {`${what} over the last ${days.length} days (UTC): ${label(sum, metric)} in total.`}
         </desc>
         {[0, 0.5, 1].map((f) => {
           const y = TOP + plotH * (1 - f);
@@ -93,13 +94,20 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
                 y -= h;
                 return (
                   <rect key={p} x={x} y={y} width={barW} height={Math.max(0, h)} fill={providerColor(p)}>
-                    <title>{`${d.date} · ${p}: ${metric === 'cost' ? usd(t.cost) : `${tokens(metricValue(t, metric))} tokens`}, ${t.requests} requests`}</title>
+                    <title>{`${d.date} (UTC) · ${p}: ${metric === 'cost' ? usd(t.cost) : `${tokens(metricValue(t, metric))} tokens`}, ${t.requests} requests`}</title>
                   </rect>
                 );
               })}
-              {i % every === 0 && (
-                <text className="axis" x={x + barW / 2} y={H - 8} textAnchor="middle">
-                  {d.date.slice(5)}
+              {/* Counted from the last day, so the newest bar (today) always has its label. */}
+              {(days.length - 1 - i) % every === 0 && (
+                <text
+                  className="axis"
+                  x={x + barW / 2}
+                  y={H - 8}
+                  textAnchor={i === days.length - 1 ? 'end' : 'middle'}
+                  dx={i === days.length - 1 ? barW / 2 : 0}
+                >
+                  {shortDay(d.date)}
                 </text>
               )}
             </g>
@@ -124,10 +132,19 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
           <table>
             <thead>
               <tr>
-                <th scope="col">Day</th>
-                <th scope="col">Requests</th>
-                <th scope="col">Tokens</th>
-                <th scope="col">Spend</th>
+                <th scope="col">Day (UTC)</th>
+                <th scope="col" className="num">
+                  Requests
+                </th>
+                <th scope="col" className="num">
+                  Refused
+                </th>
+                <th scope="col" className="num">
+                  Tokens
+                </th>
+                <th scope="col" className="num">
+                  Spend
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -136,9 +153,10 @@ export function UsageChart({ usage, metric }: { usage: DailyUsage; metric: Chart
                 .map((d) => (
                   <tr key={d.date}>
                     <td>{d.date}</td>
-                    <td>{d.requests}</td>
-                    <td>{tokens(d.prompt_tokens + d.completion_tokens)}</td>
-                    <td>{usd(d.cost)}</td>
+                    <td className="num">{tokens(d.requests)}</td>
+                    <td className="num">{tokens(d.refused)}</td>
+                    <td className="num">{tokens(d.prompt_tokens + d.completion_tokens)}</td>
+                    <td className="num">{usd(d.cost)}</td>
                   </tr>
                 ))}
             </tbody>

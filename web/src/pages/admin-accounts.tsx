@@ -1,18 +1,59 @@
 import { type FormEvent, useState } from 'react';
 import { type Account, api, query } from '../api';
 import { Dialog } from '../components/dialog';
-import { ErrorNotice, SuccessNotice } from '../components/notice';
-import { date, usd } from '../format';
+import { ErrorNotice, LoadError, SuccessNotice } from '../components/notice';
+import { date, usd, usdExact, usdFromInput } from '../format';
 import { useSession } from '../session';
 import { messageOf, useLoad } from '../use-load';
 
-function GrantCredit({ account, onDone }: { account: Account; onDone: (message: string) => void }) {
+const MAX_GRANT = 1_000_000;
+
+/** What is wrong with a grant as typed, in the form's words (the server checks the same again). */
+function grantProblem(
+  amount: string,
+  note: string,
+): { field: 'amount' | 'note'; message: string } | undefined {
+  const a = amount.trim();
+  if (a === '') return { field: 'amount', message: 'Enter an amount in dollars, e.g. 25 or 12.50.' };
+  if (!/^\d+(\.\d{1,9})?$/.test(a)) {
+    return {
+      field: 'amount',
+      message:
+        'Enter the amount as a number of dollars with up to 9 decimals, e.g. 12.50 (no $ sign or commas).',
+    };
+  }
+  if (Number(a) <= 0) return { field: 'amount', message: 'The amount must be more than $0.' };
+  if (Number(a) > MAX_GRANT) return { field: 'amount', message: 'One grant can add at most $1,000,000.' };
+  if (note.trim() === '') {
+    return {
+      field: 'note',
+      message: 'Write a note for the ledger, e.g. the invoice or why the credit is given.',
+    };
+  }
+  return undefined;
+}
+
+function GrantCredit({
+  account,
+  onDone,
+  onCancel,
+}: {
+  account: Account;
+  onDone: (message: string) => void;
+  onCancel: () => void;
+}) {
   const [amount, setAmount] = useState('');
   const [note, setNote] = useState('');
-  const [error, setError] = useState<string>();
+  const [error, setError] = useState<{ field: 'amount' | 'note' | undefined; message: string }>();
   const [busy, setBusy] = useState(false);
   async function submit(e: FormEvent) {
     e.preventDefault();
+    const problem = grantProblem(amount, note);
+    if (problem) {
+      setError(problem);
+      document.getElementById(problem.field === 'amount' ? 'grant-amount' : 'grant-note')?.focus();
+      return;
+    }
     setBusy(true);
     setError(undefined);
     try {
@@ -24,26 +65,33 @@ function GrantCredit({ account, onDone }: { account: Account; onDone: (message: 
           note: note.trim(),
         },
       );
-      onDone(`Added $${amount.trim()} to ${account.email}; the balance is now ${usd(res.account.balance)}.`);
+      const added = usdFromInput(amount) ?? amount.trim();
+      onDone(`Added ${added} to ${account.email}; the balance is now ${usdExact(res.account.balance)}.`);
     } catch (err) {
-      setError(messageOf(err));
+      setError({ field: undefined, message: messageOf(err) });
       setBusy(false);
     }
   }
+  const invalid = (field: 'amount' | 'note') => (error?.field === field ? true : undefined);
   return (
-    <form className="form" onSubmit={submit}>
+    <form className="form" onSubmit={submit} noValidate>
       <p>
-        Current balance of <strong>{account.email}</strong>: {usd(account.balance)}
+        Current balance of <strong>{account.email}</strong>: {usdExact(account.balance)}
       </p>
       <label htmlFor="grant-amount">Amount (USD)</label>
       <input
         id="grant-amount"
         inputMode="decimal"
         required
-        pattern="[0-9]+(\.[0-9]{1,9})?"
+        autoComplete="off"
         placeholder="25.00"
+        aria-invalid={invalid('amount')}
+        aria-describedby="grant-error"
         value={amount}
-        onChange={(e) => setAmount(e.target.value)}
+        onChange={(e) => {
+          setAmount(e.target.value);
+          setError(undefined);
+        }}
       />
       <label htmlFor="grant-note">Note</label>
       <input
@@ -51,12 +99,25 @@ function GrantCredit({ account, onDone }: { account: Account; onDone: (message: 
         required
         maxLength={200}
         placeholder="e.g. invoice 2024-117, trial credit"
+        aria-invalid={invalid('note')}
+        aria-describedby="grant-error"
         value={note}
-        onChange={(e) => setNote(e.target.value)}
+        onChange={(e) => {
+          setNote(e.target.value);
+          setError(undefined);
+        }}
       />
-      <p className="hint">The credit and its note are recorded in the ledger; the user sees both.</p>
-      <ErrorNotice>{error}</ErrorNotice>
+      <p className="hint">
+        Up to $1,000,000 with up to 9 decimals. The credit and its note are recorded in the ledger; the user
+        sees both.
+      </p>
+      <div id="grant-error">
+        <ErrorNotice>{error?.message}</ErrorNotice>
+      </div>
       <div className="actions">
+        <button type="button" className="button secondary" onClick={onCancel}>
+          Cancel
+        </button>
         <button type="submit" className="button primary" disabled={busy}>
           {busy ? 'Adding…' : 'Add credit'}
         </button>
@@ -124,8 +185,13 @@ export function AdminAccountsPage() {
         </button>
       </form>
       <SuccessNotice>{message}</SuccessNotice>
-      <ErrorNotice>{list.error}</ErrorNotice>
-      {list.data && (
+      <LoadError loaded={list} what="the accounts" />
+      {list.data && list.data.data.length === 0 && (
+        <p className="hint">
+          <output>{applied ? `No account’s email contains “${applied}”.` : 'No accounts yet.'}</output>
+        </p>
+      )}
+      {list.data && list.data.data.length > 0 && (
         <section className="panel" aria-label="Accounts">
           <div className="table-wrap">
             <table className="stack">
@@ -146,14 +212,16 @@ export function AdminAccountsPage() {
               <tbody>
                 {list.data.data.map((a) => (
                   <tr key={a.id} className={a.status === 'disabled' ? 'muted' : undefined}>
-                    <td data-label="Email">{a.email}</td>
+                    <td className="name-cell" data-label="Email">
+                      {a.email}
+                    </td>
                     <td data-label="Role">{a.role}</td>
                     <td data-label="Status">
                       <span className={`status ${a.status === 'active' ? 'active' : 'revoked'}`}>
                         {a.status}
                       </span>
                     </td>
-                    <td className="num" data-label="Balance">
+                    <td className="num" data-label="Balance" title={usdExact(a.balance)}>
                       {usd(a.balance)}
                     </td>
                     <td data-label="Created">{date(a.created_at)}</td>
@@ -216,21 +284,15 @@ export function AdminAccountsPage() {
       )}
       <Dialog open={granting !== undefined} title="Grant credit" onClose={() => setGranting(undefined)}>
         {granting && (
-          <>
-            <GrantCredit
-              account={granting}
-              onDone={(m) => {
-                setGranting(undefined);
-                setMessage(m);
-                list.reload();
-              }}
-            />
-            <div className="actions">
-              <button type="button" className="button secondary" onClick={() => setGranting(undefined)}>
-                Cancel
-              </button>
-            </div>
-          </>
+          <GrantCredit
+            account={granting}
+            onCancel={() => setGranting(undefined)}
+            onDone={(m) => {
+              setGranting(undefined);
+              setMessage(m);
+              list.reload();
+            }}
+          />
         )}
       </Dialog>
       <Dialog

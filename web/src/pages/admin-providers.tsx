@@ -1,5 +1,5 @@
 import { api, type ProviderInfo } from '../api';
-import { ErrorNotice } from '../components/notice';
+import { LoadError } from '../components/notice';
 import { percent, usd } from '../format';
 import { useLoad } from '../use-load';
 
@@ -26,7 +26,7 @@ export function AdminProvidersPage() {
           Refresh
         </button>
       </p>
-      <ErrorNotice>{providers.error}</ErrorNotice>
+      <LoadError loaded={providers} what="the providers" />
       {data && (
         <section className="panel" aria-label="Providers">
           <div className="table-wrap">
@@ -48,7 +48,7 @@ export function AdminProvidersPage() {
                 {data.data.map((p) => (
                   <tr key={p.name}>
                     <td data-label="Provider">
-                      <strong>{p.name}</strong>
+                      <strong className="nowrap">{p.name}</strong>
                       <div className="hint">
                         {p.wire_format}
                         {p.in_auto_rotation ? ' · auto rotation' : ''}
@@ -65,7 +65,7 @@ export function AdminProvidersPage() {
                       <div className="hint">Circuit: {CIRCUITS[p.circuit] ?? p.circuit}</div>
                     </td>
                     <td className="num" data-label="Price in / out">
-                      {usd(p.input_price, 4)} / {usd(p.output_price, 4)}
+                      {usd(p.input_price)} / {usd(p.output_price)}
                     </td>
                     <td className="num" data-label="Last hour">
                       {p.requests_last_hour} {p.requests_last_hour === 1 ? 'request' : 'requests'}

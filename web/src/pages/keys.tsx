@@ -1,9 +1,10 @@
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { announce, focusOn } from '../announce';
 import { type ApiKey, api, type KeyList } from '../api';
 import { CopyButton } from '../components/copy-button';
 import { Dialog } from '../components/dialog';
 import { GettingStarted } from '../components/getting-started';
-import { ErrorNotice, SuccessNotice } from '../components/notice';
+import { ErrorNotice, LoadError, SuccessNotice } from '../components/notice';
 import { dateTime, usd } from '../format';
 import { useSession } from '../session';
 import { messageOf, useLoad } from '../use-load';
@@ -13,9 +14,16 @@ type Created = ApiKey & { key: string };
 /** The key just created, shown once, with the snippets filled in. */
 function NewKey({ created, onDone }: { created: Created; onDone: () => void }) {
   const { apiBaseUrl } = useSession();
+  const heading = useRef<HTMLHeadingElement>(null);
+  useEffect(() => {
+    // The form that had the focus is gone: the focus goes to the new key, which is read next.
+    focusOn(heading.current);
+  }, []);
   return (
     <section className="panel new-key" aria-labelledby="new-key-heading">
-      <h2 id="new-key-heading">Your new key “{created.name}”</h2>
+      <h2 id="new-key-heading" ref={heading} tabIndex={-1}>
+        Your new key “{created.name}”
+      </h2>
       <p className="warning" role="alert">
         <strong>Copy this key now. You will not see it again:</strong> Tollgate stores only a fingerprint of
         it. If you lose it, revoke it and create another.
@@ -41,6 +49,10 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
 
   async function submit(e: FormEvent) {
     e.preventDefault();
+    if (name.trim() === '') {
+      setError('Give the key a name, e.g. where it is used.');
+      return;
+    }
     setBusy(true);
     setError(undefined);
     try {
@@ -55,7 +67,7 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
   }
 
   return (
-    <form className="inline-form" onSubmit={submit} aria-labelledby="create-key-heading">
+    <form className="inline-form" onSubmit={submit} aria-labelledby="create-key-heading" noValidate>
       <h2 id="create-key-heading">Create a key</h2>
       {full && (
         <output className="notice info">
@@ -73,7 +85,10 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
             aria-describedby="key-name-hint"
             value={name}
             disabled={full}
-            onChange={(e) => setName(e.target.value)}
+            onChange={(e) => {
+              setName(e.target.value);
+              setError(undefined);
+            }}
           />
         </div>
         <button type="submit" className="button primary" disabled={busy || full || name.trim() === ''}>
@@ -95,6 +110,19 @@ export function KeysPage() {
   const [revokeError, setRevokeError] = useState<string>();
   const [revoked, setRevoked] = useState<string>();
   const [busy, setBusy] = useState(false);
+  const keysHeading = useRef<HTMLHeadingElement>(null);
+  const revokedNotice = useRef<HTMLDivElement>(null);
+  // Where the focus goes once what had it is gone: set by an action, applied after the next render.
+  const [focusNext, setFocusNext] = useState<'keys' | 'revoked'>();
+  useEffect(() => {
+    if (focusNext === 'keys' && keysHeading.current) {
+      focusOn(keysHeading.current);
+      setFocusNext(undefined);
+    } else if (focusNext === 'revoked' && revokedNotice.current) {
+      focusOn(revokedNotice.current);
+      setFocusNext(undefined);
+    }
+  });
 
   async function revoke() {
     if (!revoking) return;
@@ -102,8 +130,10 @@ export function KeysPage() {
     setRevokeError(undefined);
     try {
       await api('DELETE', `/keys/${encodeURIComponent(revoking.id)}`);
-      setRevoked(`Key “${revoking.name}” was revoked. Requests with it are refused from now on.`);
+      const message = `Key “${revoking.name}” was revoked. Requests with it are refused from now on.`;
+      setRevoked(message);
       setRevoking(undefined);
+      setFocusNext('revoked');
       keys.reload();
     } catch (err) {
       setRevokeError(messageOf(err));
@@ -128,12 +158,13 @@ export function KeysPage() {
           </>
         )}
       </p>
-      <ErrorNotice>{keys.error}</ErrorNotice>
+      <LoadError loaded={keys} what="your keys" />
       {created && (
         <NewKey
           created={created}
           onDone={() => {
             setCreated(undefined);
+            setFocusNext('keys');
           }}
         />
       )}
@@ -143,14 +174,19 @@ export function KeysPage() {
           onCreated={(c) => {
             setRevoked(undefined);
             setCreated(c);
+            announce(`Key “${c.name}” created. Copy it now: it is shown only this once.`);
             keys.reload();
           }}
         />
       )}
-      <SuccessNotice>{revoked}</SuccessNotice>
+      <div ref={revokedNotice} tabIndex={-1}>
+        <SuccessNotice>{revoked}</SuccessNotice>
+      </div>
       {list && (
         <section className="panel" aria-labelledby="keys-heading">
-          <h2 id="keys-heading">Your keys</h2>
+          <h2 id="keys-heading" ref={keysHeading} tabIndex={-1}>
+            Your keys
+          </h2>
           {list.data.length === 0 ? (
             <p className="hint">No keys yet.</p>
           ) : (
@@ -174,8 +210,10 @@ export function KeysPage() {
                 <tbody>
                   {list.data.map((k) => (
                     <tr key={k.id} className={k.status === 'revoked' ? 'muted' : undefined}>
-                      <td data-label="Name">{k.name}</td>
-                      <td data-label="Key">
+                      <td className="name-cell" data-label="Name">
+                        {k.name}
+                      </td>
+                      <td className="nowrap" data-label="Key">
                         <code>{k.hint}</code>
                       </td>
                       <td data-label="Created">{dateTime(k.created_at)}</td>

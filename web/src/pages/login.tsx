@@ -1,6 +1,6 @@
 import { type FormEvent, type ReactNode, useState } from 'react';
 import { api, type SignupMode } from '../api';
-import { ErrorNotice } from '../components/notice';
+import { ErrorNotice, SuccessNotice } from '../components/notice';
 import { Link } from '../router';
 import { messageOf } from '../use-load';
 
@@ -22,7 +22,15 @@ export function AuthFrame({ title, children }: { title: string; children: ReactN
   );
 }
 
-export function LoginPage({ signup, onLoggedIn }: { signup: SignupMode; onLoggedIn: () => Promise<void> }) {
+export function LoginPage({
+  signup,
+  notice,
+  onLoggedIn,
+}: {
+  signup: SignupMode;
+  notice?: string | undefined;
+  onLoggedIn: () => Promise<void>;
+}) {
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
   const [error, setError] = useState<string>();
@@ -44,6 +52,7 @@ export function LoginPage({ signup, onLoggedIn }: { signup: SignupMode; onLogged
 
   return (
     <AuthFrame title="Log in">
+      {notice && !error && <SuccessNotice>{notice}</SuccessNotice>}
       <form onSubmit={submit} className="form">
         <label htmlFor="login-email">Email</label>
         <input

@@ -1,6 +1,6 @@
 import { type AccountSummary, api, type Credit } from '../api';
 import { GettingStarted } from '../components/getting-started';
-import { ErrorNotice } from '../components/notice';
+import { LoadError } from '../components/notice';
 import { date, usd } from '../format';
 import { Link } from '../router';
 import { useSession } from '../session';
@@ -42,9 +42,15 @@ export function OverviewPage() {
   const { apiBaseUrl } = useSession();
   const summary = useLoad(() => api<AccountSummary>('GET', '/account'), 'account');
   const credits = useLoad(() => api<{ data: Credit[] }>('GET', '/credits'), 'credits');
+  const firstLoad = summary.loading && !summary.data;
   return (
     <>
-      <ErrorNotice>{summary.error}</ErrorNotice>
+      <LoadError loaded={summary} what="your balance" />
+      {firstLoad && (
+        <section className="cards" aria-label="Balance" aria-busy="true">
+          <p className="hint">Loading your balance…</p>
+        </section>
+      )}
       {summary.data && <BalanceCards summary={summary.data} />}
       {summary.data && summary.data.balance === 0 && (
         <p className="notice info">
@@ -53,37 +59,50 @@ export function OverviewPage() {
       )}
       <section className="panel" aria-labelledby="start-heading">
         <h2 id="start-heading">Getting started</h2>
-        {summary.data?.active_keys ? (
-          <p>Call the API with one of your keys:</p>
-        ) : (
-          <p>
-            First <Link to="/keys">create an API key</Link>, then call the API with it:
-          </p>
-        )}
+        {/* Until the account is known, nothing is said about its keys. */}
+        {summary.data &&
+          (summary.data.active_keys > 0 ? (
+            <p>Call the API with one of your keys:</p>
+          ) : (
+            <p>
+              First <Link to="/keys">create an API key</Link>, then call the API with it:
+            </p>
+          ))}
         <GettingStarted baseUrl={apiBaseUrl} apiKey={undefined} />
       </section>
       <section className="panel" aria-labelledby="credits-heading">
         <h2 id="credits-heading">Credits added</h2>
-        <ErrorNotice>{credits.error}</ErrorNotice>
+        <LoadError loaded={credits} what="the credits" />
+        {credits.loading && !credits.data && (
+          <p className="hint" aria-busy="true">
+            Loading…
+          </p>
+        )}
         {credits.data && credits.data.data.length === 0 && (
           <p className="hint">No credit has been added yet.</p>
         )}
         {credits.data && credits.data.data.length > 0 && (
           <div className="table-wrap">
-            <table>
+            <table className="stack">
               <thead>
                 <tr>
                   <th scope="col">Date</th>
-                  <th scope="col">Amount</th>
+                  <th scope="col" className="num">
+                    Amount
+                  </th>
                   <th scope="col">Note</th>
                 </tr>
               </thead>
               <tbody>
                 {credits.data.data.map((c) => (
                   <tr key={c.id}>
-                    <td>{date(c.created_at)}</td>
-                    <td className="num">{usd(c.amount)}</td>
-                    <td>{c.note ?? ''}</td>
+                    <td data-label="Date">{date(c.created_at)}</td>
+                    <td className="num" data-label="Amount">
+                      {usd(c.amount)}
+                    </td>
+                    <td className="name-cell" data-label="Note">
+                      {c.note ?? ''}
+                    </td>
                   </tr>
                 ))}
               </tbody>

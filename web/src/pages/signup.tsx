@@ -9,7 +9,8 @@ const MIN_PASSWORD = 12;
 
 export function SignupPage({ mode, onSignedUp }: { mode: SignupMode; onSignedUp: () => Promise<void> }) {
   const { search } = useLocation();
-  const [email, setEmail] = useState('');
+  // An invite made for one email comes with it in its link (`/signup?invite=…&email=…`).
+  const [email, setEmail] = useState(search.get('email') ?? '');
   const [password, setPassword] = useState('');
   const [invite, setInvite] = useState(search.get('invite') ?? '');
   const [error, setError] = useState<string>();

@@ -1,8 +1,8 @@
 import { useState } from 'react';
 import { api, type DailyUsage, type KeyList, PROVIDERS, query, type UsageEntry } from '../api';
-import { ErrorNotice } from '../components/notice';
+import { LoadError } from '../components/notice';
 import { type ChartMetric, UsageChart } from '../components/usage-chart';
-import { dateTime, durationMs, tokens, usd } from '../format';
+import { dateTime, durationMs, keyLabel, tokens, usd } from '../format';
 import { useLoad } from '../use-load';
 
 const PAGE_SIZE = 25;
@@ -17,6 +17,18 @@ interface Filters {
 
 const NO_FILTERS: Filters = { key_id: '', provider: '', status: '', from: '', to: '' };
 
+function sameFilters(a: Filters, b: Filters): boolean {
+  return (Object.keys(a) as (keyof Filters)[]).every((k) => a[k] === b[k]);
+}
+
+/** What is wrong with the day range, in the form's words; undefined when it can be asked for. */
+function rangeProblem(f: Filters): string | undefined {
+  if (f.from && f.to && f.from > f.to) {
+    return `“From” (${f.from}) is after “To” (${f.to}): choose a From day on or before the To day.`;
+  }
+  return undefined;
+}
+
 function ChartSection() {
   const [days, setDays] = useState(30);
   const [metric, setMetric] = useState<ChartMetric>('cost');
@@ -24,7 +36,7 @@ function ChartSection() {
   return (
     <section className="panel" aria-labelledby="chart-heading">
       <div className="panel-head">
-        <h2 id="chart-heading">Per day</h2>
+        <h2 id="chart-heading">Per day (UTC)</h2>
         <div className="chart-controls">
           <fieldset className="segmented">
             <legend className="visually-hidden">Show</legend>
@@ -51,7 +63,12 @@ function ChartSection() {
           </select>
         </div>
       </div>
-      <ErrorNotice>{daily.error}</ErrorNotice>
+      <LoadError loaded={daily} what="the chart" />
+      {daily.loading && !daily.data && (
+        <p className="hint" aria-busy="true">
+          Loading…
+        </p>
+      )}
       {daily.data && <UsageChart usage={daily.data} metric={metric} />}
     </section>
   );
@@ -61,6 +78,8 @@ export function UsagePage() {
   const keys = useLoad(() => api<KeyList>('GET', '/keys'), 'keys');
   const [draft, setDraft] = useState<Filters>(NO_FILTERS);
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
+  // A problem with the filters as shown: the list is hidden (its rows are not what the form asks for).
+  const [problem, setProblem] = useState<string>();
   // The cursors of the pages before the current one (for "Newer"), and the current one.
   const [cursors, setCursors] = useState<string[]>([]);
   const cursor = cursors[cursors.length - 1];
@@ -74,16 +93,32 @@ export function UsagePage() {
     setDraft((d) => ({ ...d, [name]: value }));
   }
 
+  /** Applies the filters as shown; false (and the reason shown) when they cannot be. */
+  function apply(): boolean {
+    const wrong = rangeProblem(draft);
+    setProblem(wrong);
+    if (wrong) return false;
+    if (!sameFilters(draft, filters)) {
+      setFilters(draft);
+      setCursors([]);
+    }
+    return true;
+  }
+
   return (
     <>
       <ChartSection />
       <section className="panel" aria-labelledby="requests-heading">
         <div className="panel-head">
           <h2 id="requests-heading">Requests</h2>
+          {/* The export is of the filters as shown (applied to the list too), never of older ones. */}
           <a
             className="button secondary small"
-            href={`/dashboard/api/usage/export.csv${query({ ...filters })}`}
+            href={`/dashboard/api/usage/export.csv${query({ ...draft })}`}
             download
+            onClick={(e) => {
+              if (!apply()) e.preventDefault();
+            }}
           >
             Export CSV
           </a>
@@ -91,10 +126,10 @@ export function UsagePage() {
         <form
           className="filters"
           aria-label="Filter requests"
+          noValidate
           onSubmit={(e) => {
             e.preventDefault();
-            setFilters(draft);
-            setCursors([]);
+            apply();
           }}
         >
           <div className="field">
@@ -103,8 +138,8 @@ export function UsagePage() {
               <option value="">All keys</option>
               {keys.data?.data.map((k) => (
                 <option key={k.id} value={k.id}>
-                  {k.name}
-                  {k.status === 'revoked' ? ' (revoked)' : ''}
+                  {keyLabel(k)}
+                  {k.status === 'revoked' ? ' – revoked' : ''}
                 </option>
               ))}
             </select>
@@ -130,11 +165,25 @@ export function UsagePage() {
           </div>
           <div className="field">
             <label htmlFor="f-from">From (UTC)</label>
-            <input id="f-from" type="date" value={draft.from} onChange={(e) => set('from', e.target.value)} />
+            <input
+              id="f-from"
+              type="date"
+              aria-invalid={problem ? true : undefined}
+              aria-describedby={problem ? 'range-problem' : undefined}
+              value={draft.from}
+              onChange={(e) => set('from', e.target.value)}
+            />
           </div>
           <div className="field">
             <label htmlFor="f-to">To (UTC)</label>
-            <input id="f-to" type="date" value={draft.to} onChange={(e) => set('to', e.target.value)} />
+            <input
+              id="f-to"
+              type="date"
+              aria-invalid={problem ? true : undefined}
+              aria-describedby={problem ? 'range-problem' : undefined}
+              value={draft.to}
+              onChange={(e) => set('to', e.target.value)}
+            />
           </div>
           <div className="field actions-field">
             <button type="submit" className="button primary small">
@@ -146,6 +195,7 @@ export function UsagePage() {
               onClick={() => {
                 setDraft(NO_FILTERS);
                 setFilters(NO_FILTERS);
+                setProblem(undefined);
                 setCursors([]);
               }}
             >
@@ -153,16 +203,29 @@ export function UsagePage() {
             </button>
           </div>
         </form>
-        <ErrorNotice>{page.error}</ErrorNotice>
-        {page.data && page.data.data.length === 0 && (
-          <p className="hint">No requests{filters === NO_FILTERS ? ' yet' : ' match these filters'}.</p>
+        {problem ? (
+          <p id="range-problem" className="notice error" role="alert">
+            {problem}
+          </p>
+        ) : (
+          <LoadError loaded={page} what="the requests" />
         )}
-        {page.data && page.data.data.length > 0 && (
+        {!problem && page.loading && !page.data && (
+          <p className="hint" aria-busy="true">
+            Loading…
+          </p>
+        )}
+        {!problem && page.data && page.data.data.length === 0 && (
+          <p className="hint">
+            No requests{sameFilters(filters, NO_FILTERS) ? ' yet' : ' match these filters'}.
+          </p>
+        )}
+        {!problem && page.data && page.data.data.length > 0 && (
           <div className="table-wrap">
             <table className="usage-table stack" aria-busy={page.loading}>
               <thead>
                 <tr>
-                  <th scope="col">Time</th>
+                  <th scope="col">Time (UTC)</th>
                   <th scope="col">Key</th>
                   <th scope="col">Provider</th>
                   <th scope="col">Model</th>
@@ -181,10 +244,13 @@ export function UsagePage() {
               <tbody>
                 {page.data.data.map((u) => (
                   <tr key={u.request_id}>
-                    <td data-label="Time" title={u.request_id}>
+                    <td className="nowrap" data-label="Time" title={u.request_id}>
                       {dateTime(u.created_at)}
                     </td>
-                    <td data-label="Key">{u.key.name ?? u.key.id}</td>
+                    <td className="name-cell" data-label="Key">
+                      {u.key.name ?? u.key.id}
+                      {u.key.name !== null && u.key.hint && <code className="key-hint">{u.key.hint}</code>}
+                    </td>
                     <td data-label="Provider">{u.provider ?? '—'}</td>
                     <td className="wide-only" data-label="Model">
                       {u.model ?? '—'}
@@ -207,6 +273,11 @@ export function UsagePage() {
                         {u.status === 'ok' ? 'OK' : `Failed ${u.http_status}`}
                       </span>
                       {u.error_code && <div className="hint">{u.error_code}</div>}
+                      {u.requests > 1 && (
+                        <div className="hint refused-count">
+                          {tokens(u.requests)} requests refused in this minute
+                        </div>
+                      )}
                     </td>
                   </tr>
                 ))}
@@ -214,7 +285,13 @@ export function UsagePage() {
             </table>
           </div>
         )}
-        <nav className="pager" aria-label="Pages of requests">
+        {page.data?.data.some((u) => u.requests > 1) && !problem && (
+          <p className="hint">
+            Requests refused for lack of balance (402) are counted per key and minute: such a row stands for
+            every one of them, as the per-day numbers do.
+          </p>
+        )}
+        <nav className="pager" aria-label="Pages of requests" hidden={problem !== undefined}>
           <button
             type="button"
             className="button secondary small"
