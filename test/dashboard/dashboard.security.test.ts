@@ -97,6 +97,10 @@ function crossAccountRequests(
     ['GET', '/admin/invites'],
     ['POST', '/admin/invites', {}],
     ['DELETE', '/admin/invites/inv_000000000000000000000000'],
+    ['POST', '/credits/redeem', { code: 'tg-00000000000000000000000000' }],
+    ['GET', '/admin/code-batches'],
+    ['POST', '/admin/code-batches', { amount: '1', count: 1 }],
+    ['GET', '/admin/code-batches/cb_000000000000000000000000'],
     ['POST', '/auth/logout', { account_id: victim.id }],
   ];
 }
@@ -123,7 +127,8 @@ describe('dashboard security', () => {
         const pattern = path
           .replace(/\/keys\/[^/]+$/, '/keys/:id')
           .replace(/\/accounts\/[^/]+\//, '/accounts/:id/')
-          .replace(/\/invites\/[^/]+$/, '/invites/:id');
+          .replace(/\/invites\/[^/]+$/, '/invites/:id')
+          .replace(/\/code-batches\/[^/]+$/, '/code-batches/:id');
         return `${method} /dashboard/api${pattern}`;
       }),
     );
