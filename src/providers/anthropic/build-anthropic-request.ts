@@ -41,7 +41,8 @@ export function buildAnthropicRequest(
   request: UpstreamChatRequest,
   options?: { stream?: boolean },
 ): UpstreamHttpRequest {
-  if (request.anthropic !== undefined) return passThroughRequest(provider, request, request.anthropic, options);
+  if (request.anthropic !== undefined)
+    return passThroughRequest(provider, request, request.anthropic, options);
   const { params } = request;
   const prompt = convertToAnthropicMessages(request.messages);
   const dropped = new Set<string>(prompt.dropped);
@@ -109,7 +110,11 @@ function passThroughRequest(
   passThrough: AnthropicPassThrough,
   options: { stream?: boolean } | undefined,
 ): UpstreamHttpRequest {
-  const body: Record<string, unknown> = { ...passThrough.body, model: request.model, max_tokens: request.maxTokens };
+  const body: Record<string, unknown> = {
+    ...passThrough.body,
+    model: request.model,
+    max_tokens: request.maxTokens,
+  };
   if (options?.stream === true) body.stream = true;
   else delete body.stream;
   const { thinking } = body;
