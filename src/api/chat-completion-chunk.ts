@@ -110,6 +110,8 @@ export class ChunkWriter {
   }
 
   private choiceOf(delta: StreamDelta): Record<string, unknown> | undefined {
+    // A relayed upstream event belongs to another door's stream; its content comes as the other deltas.
+    if (delta.type === 'event') return undefined;
     const index = delta.choice;
     const body: Record<string, unknown> = {};
     if (this.roleSent[index] !== true && delta.type !== 'finish') {

@@ -187,6 +187,33 @@ export function buildOpenApi(limits: RequestLimits, version: string): Schema {
           },
         },
       },
+      '/messages': {
+        post: {
+          operationId: 'createMessage',
+          summary:
+            'Anthropic Messages format (docs/api.md, "Anthropic Messages"): key as x-api-key or Bearer; errors as {"type":"error","error":{type,message,code}}.',
+          requestBody: { required: true, content: json({ type: 'object' }) },
+          responses: {
+            '200': {
+              description: 'An Anthropic `message` (or its server-sent events).',
+              headers,
+              content: json({ type: 'object' }),
+            },
+            ...errorResponses(CHAT_ERRORS),
+          },
+        },
+      },
+      '/messages/count_tokens': {
+        post: {
+          operationId: 'countMessageTokens',
+          summary: 'An estimate of the input tokens of a Messages request.',
+          requestBody: { required: true, content: json({ type: 'object' }) },
+          responses: {
+            '200': { description: '`{input_tokens}`.', headers, content: json({ type: 'object' }) },
+            ...errorResponses(CHAT_ERRORS),
+          },
+        },
+      },
       '/openapi.json': {
         get: {
           operationId: 'getOpenApi',

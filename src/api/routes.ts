@@ -12,6 +12,7 @@ import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
+import { messagesRoutes } from './messages/messages-routes.js';
 import { modelBody, modelListBody } from './models-body.js';
 import { redeemRoute } from './redeem-route.js';
 import { SseResponse } from './sse-response.js';
@@ -84,6 +85,17 @@ function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string
   // The parsed body re-serialised: the same request body always gives the same hash.
   const bodyHash = createHash('sha256').update(JSON.stringify(request.body)).digest('hex');
   return { key: header, bodyHash };
+}
+
+/**
+ * The key as an Authorization header: the header itself, or, when none is sent, `x-api-key: <key>` (how
+ * Anthropic's clients send it) as a Bearer key.
+ */
+function authorizationOf(request: FastifyRequest): string | undefined {
+  const { authorization } = request.headers;
+  if (authorization !== undefined) return authorization;
+  const key = request.headers['x-api-key'];
+  return typeof key === 'string' ? `Bearer ${key}` : undefined;
 }
 
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
@@ -179,7 +191,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     };
     let auth: AuthContext | Promise<AuthContext>;
     try {
-      auth = deps.authenticator.authenticate(request.headers.authorization);
+      auth = deps.authenticator.authenticate(authorizationOf(request));
     } catch (err) {
       done(err as Error);
       return;
@@ -295,6 +307,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   });
 
   redeemRoute(app, deps.codes);
+  app.register(messagesRoutes, { config: deps.config, gateway: deps.gateway });
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH'],

@@ -104,6 +104,7 @@ export class Billing {
       minCompletionTokens: req.minCompletionTokens,
       choices: req.call.n,
     };
+    if (req.call.maxTokensFloor !== undefined) plan.ceilingFloor = req.call.maxTokensFloor;
     const full = fullHoldFor(req.candidates, plan);
     const first = await this.place(req, full);
     if (first.ok) return this.holdOf(req, plan, first.holdId, full);
@@ -113,7 +114,7 @@ export class Billing {
     const balance = first.balanceNano;
     const { requestedMaxTokens } = plan;
     let amount: number | undefined;
-    if (requestedMaxTokens !== undefined) {
+    if (requestedMaxTokens !== undefined && plan.ceilingFloor === undefined) {
       const needed = callCostBound(primary, plan, requestedMaxTokens);
       if (needed <= balance) amount = needed;
       else throw explicitCapError(primary, plan, requestedMaxTokens, needed, balance);
@@ -122,7 +123,10 @@ export class Billing {
       if (cap !== undefined) amount = callCostBound(primary, plan, cap);
     }
     if (amount === undefined)
-      throw insufficient(balance, callCostBound(primary, plan, plan.minCompletionTokens));
+      throw insufficient(
+        balance,
+        callCostBound(primary, plan, Math.max(plan.ceilingFloor ?? 0, plan.minCompletionTokens)),
+      );
     const second = await this.place(req, amount);
     if (!second.ok) throw insufficient(second.balanceNano, amount);
     return this.holdOf(req, plan, second.holdId, amount);

@@ -80,6 +80,10 @@ export interface CallShape {
   maxTokens: number | undefined;
   /** Choices asked for: each may write up to the cap. */
   n: number;
+  /** The caller's cap is a ceiling that may be lowered to what the balance holds, down to this floor. */
+  maxTokensFloor?: number | undefined;
+  /** Bytes the upstream reads that `messages` does not carry (a request passed through as sent). */
+  uncarriedPromptBytes?: number | undefined;
 }
 
 /**
@@ -87,8 +91,10 @@ export interface CallShape {
  * one byte of UTF-8, so the byte count of everything the upstream reads as text bounds its tokens; the
  * template overhead is added on top, and images are counted apart.
  */
-export function promptSize(spec: Pick<CallShape, 'messages' | 'tools' | 'responseFormat'>): PromptSize {
-  let tokens = TOKENS_PER_REQUEST;
+export function promptSize(
+  spec: Pick<CallShape, 'messages' | 'tools' | 'responseFormat' | 'uncarriedPromptBytes'>,
+): PromptSize {
+  let tokens = TOKENS_PER_REQUEST + (spec.uncarriedPromptBytes ?? 0);
   let images = 0;
   for (const m of spec.messages) {
     tokens += TOKENS_PER_MESSAGE;
@@ -130,6 +136,8 @@ export interface HoldPlanInput {
   prompt: PromptSize;
   /** The caller's explicit completion cap (per choice), if any. */
   requestedMaxTokens: number | undefined;
+  /** Set when `requestedMaxTokens` is a ceiling the hold may lower, down to this floor. */
+  ceilingFloor?: number | undefined;
   minCompletionTokens: number;
   /** Choices asked for: each may write up to the cap. */
   choices: number;
@@ -151,7 +159,8 @@ export function desiredCap(provider: ProviderConfig, requestedMaxTokens: number 
 /**
  * The completion cap to send to `provider` when `holdNano` is what is held: the desired cap, lowered to
  * what the hold can pay for. Returns undefined when the hold cannot pay for a useful call (the caller's
- * explicit cap is never lowered; otherwise `minCompletionTokens` is the floor).
+ * explicit cap is never lowered, unless it is a ceiling — then its floor, at least `minCompletionTokens`,
+ * is the floor; otherwise `minCompletionTokens` is the floor).
  */
 export function capWithinHold(
   provider: ProviderConfig,
@@ -162,7 +171,12 @@ export function capWithinHold(
   const inputCost = tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano);
   const affordable = Math.floor(maxTokensFor(holdNano - inputCost, provider.outputPriceNano) / input.choices);
   const cap = Math.min(want, affordable);
-  const floor = input.requestedMaxTokens ?? Math.min(input.minCompletionTokens, want);
+  const floor =
+    input.requestedMaxTokens === undefined
+      ? Math.min(input.minCompletionTokens, want)
+      : input.ceilingFloor === undefined
+        ? input.requestedMaxTokens
+        : Math.min(want, Math.max(input.ceilingFloor, input.minCompletionTokens));
   return cap >= floor ? cap : undefined;
 }
 

@@ -13,6 +13,12 @@ export interface CircuitConfig {
   coolDownMs: number;
 }
 
+/** One `MODEL_ALIASES` entry: model names matching `pattern` (exact, or a prefix before `*`) go to `provider`. */
+export interface ModelAlias {
+  readonly pattern: string;
+  readonly provider: ProviderName;
+}
+
 /** Who may create a dashboard account: anyone, holders of an admin's invite code, or nobody. */
 export type SignupMode = 'open' | 'invite' | 'closed';
 
@@ -110,6 +116,11 @@ export interface Config {
   readonly providers: Readonly<Record<ProviderName, Readonly<ProviderConfig>>>;
   /** The providers `model: "auto"` rotates over, in rotation order (`AUTO_PROVIDERS`). */
   readonly autoProviders: readonly ProviderName[];
+  /**
+   * Model names the Messages door maps to a provider (`MODEL_ALIASES`), first match wins: a pattern is a
+   * name, or a prefix ending in `*`.
+   */
+  readonly modelAliases: readonly ModelAlias[];
   /** Dashboard sign-up mode (docs/dashboard.md). */
   readonly signup: SignupMode;
   /** Trust one reverse proxy's X-Forwarded-Proto / X-Forwarded-For / X-Forwarded-Host. */

@@ -1,3 +1,9 @@
-export { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel, type SignupMode } from './config.js';
+export {
+  type Config,
+  DEFAULT_SQLITE_CACHE_MB,
+  type LogLevel,
+  type ModelAlias,
+  type SignupMode,
+} from './config.js';
 export { type DatabaseKind, databaseKindOf } from './database-kind.js';
 export { ConfigError, type LoadConfigOptions, loadConfig, readConfig } from './load-config.js';

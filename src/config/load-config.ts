@@ -8,7 +8,7 @@ import {
   type ProviderConfig,
   type ProviderName,
 } from '../providers/types.js';
-import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel } from './config.js';
+import { type Config, DEFAULT_SQLITE_CACHE_MB, type LogLevel, type ModelAlias } from './config.js';
 import { databaseKindOf } from './database-kind.js';
 import { unknownSettingWarnings } from './unknown-settings.js';
 
@@ -209,6 +209,39 @@ function readAutoProviders(r: Reader): ProviderName[] {
   return [...new Set(names as ProviderName[])];
 }
 
+/** The default of MODEL_ALIASES: the model names Claude clients send by default go to prov-claude. */
+const DEFAULT_MODEL_ALIASES = 'claude-*=prov-claude';
+
+/**
+ * MODEL_ALIASES: comma-separated `pattern=provider` pairs the Messages door resolves model names with,
+ * first match wins; a pattern is a model name, or a prefix followed by `*`. Empty turns aliases off.
+ */
+function readModelAliases(r: Reader): ModelAlias[] {
+  const v = r.raw('MODEL_ALIASES') ?? DEFAULT_MODEL_ALIASES;
+  const aliases: ModelAlias[] = [];
+  for (const entry of v.split(',')) {
+    const text = entry.trim();
+    if (text === '') continue;
+    const [pattern, provider, extra] = text.split('=').map((part) => part.trim());
+    const star = pattern === undefined ? -1 : pattern.indexOf('*');
+    if (
+      pattern === undefined ||
+      pattern === '' ||
+      provider === undefined ||
+      extra !== undefined ||
+      !isProviderName(provider) ||
+      (star !== -1 && star !== pattern.length - 1)
+    ) {
+      r.problems.push(
+        `MODEL_ALIASES: "${text.slice(0, 100)}" must be pattern=provider (a model name or a prefix ending in *, and one of ${PROVIDER_NAMES.join(', ')})`,
+      );
+      continue;
+    }
+    aliases.push(Object.freeze({ pattern, provider }));
+  }
+  return aliases;
+}
+
 function readProviders(r: Reader, auto: readonly ProviderName[]): Record<ProviderName, ProviderConfig> {
   const providers = {} as Record<ProviderName, ProviderConfig>;
   for (const entry of CATALOG) {
@@ -364,6 +397,7 @@ export function readConfig(
     metricsToken: readMetricsToken(r),
     providers: Object.freeze(readProviders(r, autoProviders)),
     autoProviders: Object.freeze(autoProviders),
+    modelAliases: Object.freeze(readModelAliases(r)),
     signup: r.oneOf('SIGNUP', ['open', 'invite', 'closed'] as const, 'invite'),
     trustProxy: r.bool('TRUST_PROXY', false),
     publicUrl: readPublicUrl(r),

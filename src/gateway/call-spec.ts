@@ -22,6 +22,7 @@ export function callSpec(req: ChatRequest, provider: ProviderConfig): UpstreamCa
     logprobs: req.logprobs,
     reasoningEffort: req.reasoningEffort,
     openai: req.openai,
+    anthropic: req.anthropic,
   };
 }
 

@@ -1,6 +1,6 @@
-import type { AccountSummary } from '../billing/billing.js';
+import { type AccountSummary, promptToCount } from '../billing/billing.js';
 import { GatewayError } from '../errors.js';
-import { isProviderName, UpstreamError } from '../providers/types.js';
+import { isProviderName, type ProviderName, UpstreamError } from '../providers/types.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import { type Opening, openCall } from './call.js';
 import { callSpec, promptBeyondBound, usageProblem } from './call-spec.js';
@@ -139,6 +139,19 @@ export class Gateway {
       });
     }
     return registry.status(name);
+  }
+
+  /**
+   * An estimate of the prompt tokens of `req` on `provider` (`POST /api/v1/messages/count_tokens`): the
+   * fallback tokenizer's count of its texts, images at the provider's bound, and the bytes only the
+   * original body carries at four to a token.
+   */
+  async countPromptTokens(req: ChatRequest, provider: ProviderName, owner: string): Promise<number> {
+    const { texts, fixedTokens } = promptToCount(req, this.deps.registry.get(provider).imageTokens);
+    const { counts } = await this.deps.tokenCounter.count(texts, owner);
+    let total = fixedTokens + Math.ceil((req.uncarriedPromptBytes ?? 0) / 4);
+    for (const n of counts) total += n;
+    return total;
   }
 
   /** Balance and spend of an account (`GET /api/v1/key`). */

@@ -88,6 +88,7 @@ export async function settleCall(
     balanceNano: 0,
     durationMs,
   };
+  if (result.anthropic !== undefined) completion.anthropic = result.anthropic;
   if (cut?.ending !== undefined) {
     completion.incomplete = { ending: cut.ending, code: cut.errorCode, message: cut.message };
   }

@@ -46,6 +46,9 @@ export class StreamAnswer {
         case 'finish':
           choice.finishReason = delta.reason;
           break;
+        case 'event':
+          // A relayed upstream event: its content came as the other deltas too.
+          break;
       }
     }
   }

@@ -1,5 +1,11 @@
 import type { GatewayError } from '../errors.js';
-import type { ChoiceResult, ProviderName, StreamDelta, UpstreamCallSpec } from '../providers/types.js';
+import type {
+  AnthropicAnswer,
+  ChoiceResult,
+  ProviderName,
+  StreamDelta,
+  UpstreamCallSpec,
+} from '../providers/types.js';
 
 /** A validated chat-completion request, HTTP-free: the call to make, and how the caller asked for it. */
 export interface ChatRequest extends Omit<UpstreamCallSpec, 'model'> {
@@ -7,6 +13,17 @@ export interface ChatRequest extends Omit<UpstreamCallSpec, 'model'> {
   provider: string | undefined;
   /** The caller's completion cap (`max_completion_tokens`, else `max_tokens`), per choice. */
   maxTokens: number | undefined;
+  /**
+   * Set when the caller's `maxTokens` is a ceiling the gateway may lower to what the balance can hold
+   * (the Messages door, whose `max_tokens` is required): the lowest cap worth sending. Unset, an explicit
+   * cap the balance cannot cover is a 402.
+   */
+  maxTokensFloor?: number;
+  /**
+   * Bytes of prompt content the neutral messages do not carry but the upstream reads (thinking blocks of
+   * a request passed through as sent): counted into the hold's prompt bound.
+   */
+  uncarriedPromptBytes?: number;
   /** The caller used the legacy `functions` / `function_call` fields: answer with `message.function_call`. */
   legacyFunctions: boolean;
   /**
@@ -45,6 +62,8 @@ export interface ChatCompletion {
   durationMs: number;
   /** True when this is the stored answer of an earlier request with the same idempotency key. */
   replayed?: boolean;
+  /** The Anthropic answer as written, when a Messages request was passed through to an Anthropic upstream. */
+  anthropic?: AnthropicAnswer;
   /**
    * A streamed answer that ended before it was complete: how, and the error its client was sent, if any.
    * Stored with the answer, so that an idempotent replay ends the same way.

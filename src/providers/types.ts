@@ -136,6 +136,32 @@ export const OPENAI_ONLY_FIELDS: Readonly<Record<keyof OpenAIOnlyFields, 'refuse
   web_search_options: 'refuse',
 });
 
+/**
+ * An Anthropic Messages request as its client sent it (the Messages door, `POST /api/v1/messages`): an
+ * Anthropic upstream gets `body` as it is — `cache_control`, thinking blocks and their signatures,
+ * `context_management`, tool definitions — with only `model`, `max_tokens` and `stream` set by Tollgate,
+ * and `betas` as its `anthropic-beta` header. Other formats ignore it and read the neutral fields, which
+ * carry the same conversation.
+ */
+export interface AnthropicPassThrough {
+  body: Readonly<Record<string, unknown>>;
+  betas: readonly string[];
+}
+
+/**
+ * An Anthropic answer as the upstream wrote it, kept for the Messages door when it passed its request
+ * through (`AnthropicPassThrough`): content blocks (thinking with its signature, redacted thinking,
+ * tool_use) go back to the client unchanged. Billing still reads the parsed usage.
+ */
+export interface AnthropicAnswer {
+  id: string | undefined;
+  content: unknown[];
+  stopReason: string | null;
+  stopSequence: string | null;
+  /** The upstream's `usage` object as it came. */
+  usage: Record<string, unknown> | undefined;
+}
+
 /** Everything about a call except its completion cap: what an adapter checks before money is held. */
 export interface UpstreamCallSpec {
   model: string;
@@ -151,6 +177,8 @@ export interface UpstreamCallSpec {
   logprobs: { top: number | undefined } | undefined;
   reasoningEffort: ReasoningEffort | undefined;
   openai: OpenAIOnlyFields;
+  /** The original Messages request, for an Anthropic upstream to receive as sent. */
+  anthropic?: AnthropicPassThrough | undefined;
 }
 
 /** What the gateway asks one upstream for. `maxTokens` is always set (per choice): it is what the hold covers. */
@@ -211,6 +239,8 @@ export interface ChatResult {
   model: string | undefined;
   /** Reasoning the answer carried apart from its choices; absent when it carried none. */
   reasoning?: ReasoningOutput | undefined;
+  /** The Anthropic answer as written, when the request was passed through (`AnthropicPassThrough`). */
+  anthropic?: AnthropicAnswer | undefined;
 }
 
 /** A fully built upstream HTTP request (always a JSON POST). */
@@ -307,7 +337,12 @@ export type StreamDelta =
   | { type: 'tool_call'; choice: number; index: number; id?: string; name?: string; arguments: string }
   /** OpenAI's `choices[].logprobs` of this piece (`{content: [...]}`). */
   | { type: 'logprobs'; choice: number; logprobs: Record<string, unknown> }
-  | { type: 'finish'; choice: number; reason: FinishReason };
+  | { type: 'finish'; choice: number; reason: FinishReason }
+  /**
+   * One upstream event as it came (`name`, `data`), for a door that relays its own wire format unchanged
+   * (an Anthropic request passed through); every other reader ignores it.
+   */
+  | { type: 'event'; choice: number; name: string; data: string };
 
 /**
  * Reads one upstream's server-sent events, one event at a time, in order. Stateful: one per call.

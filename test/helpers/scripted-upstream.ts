@@ -23,6 +23,8 @@ export interface ScriptedUpstream {
   answer(script: Script): void;
   /** The parsed bodies of the requests received, oldest first. */
   bodies: unknown[];
+  /** The headers of the requests received, oldest first. */
+  headers: import('node:http').IncomingHttpHeaders[];
   /** The last streamed answer since the last `reset()`, once one began. */
   last(): ScriptedStream | undefined;
   /** Forgets the last stream and the bodies received. */
@@ -55,6 +57,7 @@ function drainedOrClosed(res: ServerResponse): Promise<void> {
 export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
   let script: Script = { kind: 'json', body: {} };
   const bodies: unknown[] = [];
+  const headers: import('node:http').IncomingHttpHeaders[] = [];
   let last: ScriptedStream | undefined;
   const sockets = new Set<import('node:net').Socket>();
 
@@ -76,6 +79,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const chunks: Buffer[] = [];
+    headers.push(req.headers);
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const text = Buffer.concat(chunks).toString('utf8');
@@ -103,6 +107,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
   return {
     url: `http://127.0.0.1:${port}`,
     bodies,
+    headers,
     answer(next) {
       script = next;
     },
@@ -110,6 +115,7 @@ export async function startScriptedUpstream(): Promise<ScriptedUpstream> {
     reset() {
       last = undefined;
       bodies.length = 0;
+      headers.length = 0;
     },
     async close() {
       for (const socket of sockets) socket.destroy();

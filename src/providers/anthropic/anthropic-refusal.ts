@@ -25,6 +25,7 @@ const FORMAT = 'Anthropic Messages';
  *   extended thinking (which allows no forced tool);
  * - extended thinking (`reasoning_effort` low … xhigh) with `tool_choice` `required` or a named function:
  *   with thinking only `auto` and `none` are allowed.
+ * A Messages request passed through as sent (`spec.anthropic`) is never refused here.
  *
  * @see https://docs.anthropic.com/en/api/messages
  * @see https://docs.anthropic.com/en/docs/build-with-claude/extended-thinking#extended-thinking-with-tool-use
@@ -32,6 +33,8 @@ const FORMAT = 'Anthropic Messages';
  * @see https://docs.anthropic.com/en/docs/build-with-claude/pdf-support
  */
 export function anthropicRefusal(_provider: ProviderConfig, spec: UpstreamCallSpec): Refusal | undefined {
+  // A Messages request passed through is sent as its client wrote it: the upstream judges it.
+  if (spec.anthropic !== undefined) return undefined;
   if (spec.n > 1) return refuse('n', 'cannot return more than one choice per call (n must be 1)');
   if (spec.logprobs !== undefined) return refuse('logprobs', 'does not return log probabilities');
   const inMessages = messageRefusal(spec.messages);

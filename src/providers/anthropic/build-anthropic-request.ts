@@ -1,12 +1,14 @@
 import { joinUrl, perProvider } from '../join-url.js';
+import { isRecord } from '../json-value.js';
 import {
+  type AnthropicPassThrough,
   OPENAI_ONLY_FIELDS,
   type OpenAIOnlyFields,
   type ProviderConfig,
   type UpstreamChatRequest,
   type UpstreamHttpRequest,
 } from '../types.js';
-import { convertAnthropicThinking } from './convert-anthropic-thinking.js';
+import { convertAnthropicThinking, MIN_THINKING_BUDGET } from './convert-anthropic-thinking.js';
 import { convertAnthropicTools } from './convert-anthropic-tools.js';
 import { convertToAnthropicMessages } from './convert-to-anthropic-messages.js';
 
@@ -39,6 +41,8 @@ export function buildAnthropicRequest(
   request: UpstreamChatRequest,
   options?: { stream?: boolean },
 ): UpstreamHttpRequest {
+  if (request.anthropic !== undefined)
+    return passThroughRequest(provider, request, request.anthropic, options);
   const { params } = request;
   const prompt = convertToAnthropicMessages(request.messages);
   const dropped = new Set<string>(prompt.dropped);
@@ -92,6 +96,40 @@ export function buildAnthropicRequest(
   const built: UpstreamHttpRequest = { url, headers, body: JSON.stringify(body) };
   if (dropped.size > 0) built.dropped = [...dropped];
   return built;
+}
+
+/**
+ * A Messages request passed through (the Messages door): the client's body as sent, with the model, the
+ * completion cap the hold pays for (`max_tokens`, never above the client's) and `stream` set by Tollgate;
+ * a thinking budget the lowered cap leaves no room for is lowered below it (Anthropic wants
+ * `budget_tokens` < `max_tokens`). The allowed `anthropic-beta` values go as that header.
+ */
+function passThroughRequest(
+  provider: ProviderConfig,
+  request: UpstreamChatRequest,
+  passThrough: AnthropicPassThrough,
+  options: { stream?: boolean } | undefined,
+): UpstreamHttpRequest {
+  const body: Record<string, unknown> = {
+    ...passThrough.body,
+    model: request.model,
+    max_tokens: request.maxTokens,
+  };
+  if (options?.stream === true) body.stream = true;
+  else delete body.stream;
+  const { thinking } = body;
+  if (
+    isRecord(thinking) &&
+    thinking.type === 'enabled' &&
+    typeof thinking.budget_tokens === 'number' &&
+    thinking.budget_tokens >= request.maxTokens
+  ) {
+    body.thinking = { ...thinking, budget_tokens: Math.max(MIN_THINKING_BUDGET, request.maxTokens - 1) };
+  }
+  const { url, headers } = target(provider);
+  const withBetas =
+    passThrough.betas.length === 0 ? headers : { ...headers, 'anthropic-beta': passThrough.betas.join(',') };
+  return { url, headers: withBetas, body: JSON.stringify(body) };
 }
 
 const target = perProvider((provider) => ({

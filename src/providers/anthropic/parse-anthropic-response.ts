@@ -73,6 +73,16 @@ export function parseAnthropicResponse(
   };
   const reasoning = thought.output();
   if (reasoning !== undefined) result.reasoning = reasoning;
+  if (request.anthropic !== undefined) {
+    // Passed through: the Messages door answers with the blocks as written (signatures included).
+    result.anthropic = {
+      id: typeof body.id === 'string' ? body.id : undefined,
+      content: body.content as unknown[],
+      stopReason: typeof body.stop_reason === 'string' ? body.stop_reason : null,
+      stopSequence: typeof body.stop_sequence === 'string' ? body.stop_sequence : null,
+      usage: isRecord(body.usage) ? body.usage : undefined,
+    };
+  }
   return result;
 }
 

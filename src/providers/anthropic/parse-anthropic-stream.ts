@@ -62,8 +62,20 @@ export function createAnthropicStreamParser(
   provider: ProviderConfig,
   request: UpstreamChatRequest,
 ): StreamParser {
-  return new AnthropicStreamParser(provider.apiKey, request.responseFormat?.type === 'json_object');
+  return new AnthropicStreamParser(
+    provider.apiKey,
+    request.responseFormat?.type === 'json_object',
+    request.anthropic !== undefined,
+  );
 }
+
+/** Events after which the answer's content has begun (a relayed stream's events are held until then). */
+const CONTENT_EVENTS: ReadonlySet<unknown> = new Set([
+  'content_block_delta',
+  'content_block_stop',
+  'message_delta',
+  'message_stop',
+]);
 
 class AnthropicStreamParser implements StreamParser {
   private stopped = false;
@@ -76,10 +88,14 @@ class AnthropicStreamParser implements StreamParser {
   private toolCalls = 0;
   private jsonBlockSeen = false;
   private readonly thought = new ReasoningTally();
+  /** Relayed events not yet returned: those before the answer's content began. */
+  private held: StreamDelta[] = [];
 
   constructor(
     private readonly secret: string | undefined,
     private readonly jsonMode: boolean,
+    /** A request passed through: every event is returned as it came too (`type: 'event'`). */
+    private readonly relay: boolean,
   ) {}
 
   event(data: string, name: string | undefined): StreamDelta[] {
@@ -111,7 +127,16 @@ class AnthropicStreamParser implements StreamParser {
       case 'error':
         throw streamedFailure(event, anthropicErrorReader, this.secret);
     }
-    return deltas;
+    if (!this.relay) return deltas;
+    // Relayed: events before the content are held, so the stream opens (and failover ends) only once
+    // content comes, as for any other request.
+    const type = typeof event.type === 'string' ? event.type : 'unknown';
+    this.held.push({ type: 'event', choice: 0, name: name ?? type, data });
+    if (deltas.length === 0 && !CONTENT_EVENTS.has(type)) return [];
+    const out = this.held;
+    this.held = [];
+    out.push(...deltas);
+    return out;
   }
 
   usage(): UpstreamUsage {

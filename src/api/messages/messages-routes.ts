@@ -1,0 +1,174 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config, ModelAlias } from '../../config/index.js';
+import { GatewayError } from '../../errors.js';
+import type { Gateway } from '../../gateway/gateway.js';
+import { newCompletionId } from '../../gateway/ids.js';
+import type { ChatCompletion, RequestContext, StreamOutcome, StreamStart } from '../../gateway/types.js';
+import type { ProviderName } from '../../providers/types.js';
+import { toGatewayError } from '../to-gateway-error.js';
+import { messagesBody } from './messages-body.js';
+import { messagesErrorBody } from './messages-error.js';
+import { MessagesStream } from './messages-stream.js';
+import { type MessagesRequest, translateMessagesRequest } from './translate-messages-request.js';
+
+export interface MessagesDeps {
+  config: Config;
+  gateway: Gateway;
+}
+
+/** The provider an alias sends `model` to (first match wins), or undefined. */
+export function aliasOf(model: string, aliases: readonly ModelAlias[]): ProviderName | undefined {
+  for (const { pattern, provider } of aliases) {
+    if (pattern.endsWith('*') ? model.startsWith(pattern.slice(0, -1)) : model === pattern) return provider;
+  }
+  return undefined;
+}
+
+/**
+ * Routes the request's model: an alias (`MODEL_ALIASES`) names its provider; any other name must be one
+ * the gateway serves ("auto", a provider name, a served model), else 404 saying so. Returns the provider
+ * it resolves to when there is one.
+ */
+function routeModel(translated: MessagesRequest, deps: MessagesDeps): ProviderName | undefined {
+  const { chat } = translated;
+  const model = chat.model ?? 'auto';
+  const alias = aliasOf(model, deps.config.modelAliases);
+  if (alias !== undefined) {
+    chat.provider = alias;
+    chat.model = undefined;
+    return alias;
+  }
+  if (model === 'auto') return undefined;
+  try {
+    return deps.gateway.provider(model).provider.name;
+  } catch (err) {
+    if (!(err instanceof GatewayError) || err.code !== 'model_not_found') throw err;
+    throw new GatewayError(
+      'model_not_found',
+      `model: this Tollgate gateway does not serve "${model.slice(0, 200)}". Use "auto", a provider name or a model listed by GET /api/v1/models, or ask the operator to map it (MODEL_ALIASES).`,
+      { param: 'model' },
+    );
+  }
+}
+
+function requireAuth(request: FastifyRequest): NonNullable<FastifyRequest['auth']> {
+  if (!request.auth) throw new Error('route reached without authentication');
+  return request.auth;
+}
+
+/** Fields only an Anthropic upstream carries, named when another one served. */
+function droppedOf(
+  deps: MessagesDeps,
+  translated: MessagesRequest,
+  provider: ProviderName,
+  adapterDropped: string[],
+): string[] {
+  const passedThrough = deps.gateway.provider(provider).provider.wireFormat === 'anthropic';
+  const names = new Set(adapterDropped);
+  if (!passedThrough) for (const name of translated.droppedElsewhere) names.add(name);
+  for (const beta of translated.droppedBetas) names.add(`anthropic-beta:${beta}`);
+  return [...names];
+}
+
+/**
+ * The Anthropic Messages door (docs/api.md, "Anthropic Messages"): `POST /messages` and
+ * `POST /messages/count_tokens`, with errors in Anthropic's shape. Authentication, key limits, routing,
+ * the hold, failover and the settle are the call path's.
+ */
+export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): Promise<void> {
+  app.setErrorHandler((err, request, reply) => {
+    const error = toGatewayError(err);
+    if (error.status >= 500 && !(err instanceof GatewayError))
+      request.log.error({ err, code: error.code }, 'request failed');
+    else request.log.info({ code: error.code, status: error.status }, 'request refused');
+    if (error.retryAfterSeconds !== undefined) reply.header('retry-after', String(error.retryAfterSeconds));
+    reply.header('x-should-retry', String(error.shouldRetry));
+    return reply.code(error.status).type('application/json').send(messagesErrorBody(error));
+  });
+
+  async function stream(
+    reply: FastifyReply,
+    context: RequestContext,
+    translated: MessagesRequest,
+  ): Promise<void> {
+    const sink = new MessagesStream(
+      reply,
+      { requestId: context.requestId },
+      {
+        stallTimeoutMs: deps.config.streamStallTimeoutMs,
+        deadline: context.startedAt + deps.config.streamTimeoutMs,
+      },
+      (start: StreamStart) => droppedOf(deps, translated, start.provider, start.droppedParams),
+    );
+    let outcome: StreamOutcome;
+    try {
+      outcome = await deps.gateway.stream(context, translated.chat, sink);
+    } catch (err) {
+      if (!sink.begun) throw err;
+      reply.log.error({ err }, 'streamed answer failed after it began');
+      sink.fail(toGatewayError(err));
+      return;
+    }
+    sink.finish(outcome);
+  }
+
+  app.post('/messages', async (request, reply) => {
+    request.enterHandler();
+    let context: RequestContext | undefined;
+    try {
+      const auth = requireAuth(request);
+      const translated = translateMessagesRequest(
+        request.body,
+        request.headers['anthropic-beta'],
+        deps.config,
+      );
+      routeModel(translated, deps);
+      context = {
+        requestId: newCompletionId(),
+        accountId: auth.accountId,
+        keyId: auth.keyId,
+        startedAt: request.startedAt,
+        clientGone: () => request.clientGone,
+      };
+      if (translated.chat.stream) {
+        context.stream = true;
+        await stream(reply, context, translated);
+        return reply;
+      }
+      const completion: ChatCompletion = await deps.gateway.complete(context, translated.chat);
+      request.provider = context.provider;
+      const dropped = droppedOf(deps, translated, completion.provider, completion.droppedParams);
+      if (dropped.length > 0) reply.header('x-tollgate-dropped-params', dropped.join(','));
+      return reply
+        .code(200)
+        .type('application/json; charset=utf-8')
+        .send(JSON.stringify(messagesBody(completion)));
+    } finally {
+      request.provider = context?.provider;
+      request.finish();
+    }
+  });
+
+  app.post('/messages/count_tokens', async (request) => {
+    const auth = requireAuth(request);
+    const body = request.body;
+    // count_tokens takes no max_tokens: the translation is asked for the smallest one.
+    const withCap =
+      typeof body === 'object' && body !== null && !Array.isArray(body)
+        ? { max_tokens: 1, ...body, stream: false }
+        : body;
+    const translated = translateMessagesRequest(withCap, request.headers['anthropic-beta'], deps.config);
+    const provider =
+      routeModel(translated, deps) ?? deps.gateway.providers().find((status) => status.active)?.provider.name;
+    if (provider === undefined) {
+      throw new GatewayError(
+        'no_provider_available',
+        'No provider is available for this request right now.',
+        {
+          retryAfterSeconds: 30,
+        },
+      );
+    }
+    return { input_tokens: await deps.gateway.countPromptTokens(translated.chat, provider, auth.accountId) };
+  });
+}
