@@ -5,13 +5,13 @@ import { createKey } from '../../src/auth/keys.js';
 import { hashPassword } from '../../src/auth/passwords.js';
 import { inviteCodeHash } from '../../src/dashboard/auth-routes.js';
 import { createUser, type Harness, PASSWORD, startDashboardHarness } from '../dashboard/dashboard-helpers.js';
-import { browserTestsUnavailable, launchChromium } from './browser.js';
+import { browserTestsCanRun, launchChromium } from './browser.js';
 
 /**
  * The defects a walk through the dashboard found, as a new user and as the admin, each pinned by what
  * the page shows: its elements, text, focus and widths.
  */
-const unavailable = browserTestsUnavailable();
+const canRun = browserTestsCanRun();
 
 let h: Harness;
 let url: string;
@@ -19,7 +19,7 @@ let browser: Browser;
 let admin: { id: string; email: string };
 
 beforeAll(async () => {
-  if (unavailable) return;
+  if (!canRun) return;
   h = await startDashboardHarness({ env: { SIGNUP: 'open' } });
   url = await h.server.listen();
   admin = await createUser(h, { role: 'admin', email: 'root@walk.test' });
@@ -93,7 +93,7 @@ function activeElement(page: Page): Promise<{ tag: string; text: string; id: str
   });
 }
 
-describe.skipIf(unavailable !== undefined)('dashboard walk-through findings (headless Chromium)', () => {
+describe.skipIf(!canRun)('dashboard walk-through findings (headless Chromium)', () => {
   it('1: a logout that cannot reach the server says so, and ends the session once it can', async () => {
     const user = await createUser(h, { usd: 1 });
     const { context, page } = await newPage();
