@@ -82,7 +82,9 @@ describe('POST /api/v1/messages', () => {
     const row = rows[0];
     expect(row?.provider).toBe('prov-claude');
     expect(row?.promptTokens).toBe(
-      (usage.input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0) + (usage.cache_creation_input_tokens ?? 0),
+      (usage.input_tokens ?? 0) +
+        (usage.cache_read_input_tokens ?? 0) +
+        (usage.cache_creation_input_tokens ?? 0),
     );
     expect(row?.completionTokens).toBe(usage.output_tokens);
     const charged = (row?.inputCostNano ?? 0) + (row?.outputCostNano ?? 0);
