@@ -196,6 +196,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   });
 
   app.get('/healthz', async () => ({ status: 'ok' }));
+  // Claude Code probes its base URL (`ANTHROPIC_BASE_URL=<base>/api`) with a HEAD before its first call.
+  app.head('/api', async (_request, reply) => reply.code(200).send());
   app.get('/readyz', async (_request, reply) => {
     const result = await deps.ready();
     return reply

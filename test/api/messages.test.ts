@@ -164,4 +164,9 @@ describe('POST /api/v1/messages', () => {
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(a);
   });
+
+  it("answers Claude Code's HEAD probe of its base URL", async () => {
+    const res = await h.server.app.inject({ method: 'HEAD', url: '/api' });
+    expect(res.statusCode).toBe(200);
+  });
 });
