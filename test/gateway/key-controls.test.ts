@@ -170,3 +170,27 @@ describe('refusals of a key control: the error, no upstream call, no charge', ()
     }
   });
 });
+
+describe('GET /api/v1/key reports the key controls', () => {
+  it('limit, expiry, allow-list and per-key rates', async () => {
+    const expiresAt = Date.UTC(2099, 0, 1);
+    const { key } = await keyWith('5', {
+      limitNano: 2_000_000_000,
+      limitReset: 'never',
+      expiresAt,
+      allowed: ['prov-qwen'],
+      tpm: 5_000,
+    });
+    const res = await h.server.app.inject({
+      method: 'GET',
+      url: '/api/v1/key',
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(res.statusCode).toBe(200);
+    const body = JSON.parse(res.body) as Record<string, unknown>;
+    expect(body.limit).toEqual({ amount: 2, remaining: 2, reset: 'never', resets_at: null });
+    expect(body.expires_at).toBe(expiresAt / 1000);
+    expect(body.allowed).toEqual(['prov-qwen']);
+    expect((body.limits as Record<string, unknown>).tokens_per_minute).toBe(5_000);
+  });
+});
