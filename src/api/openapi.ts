@@ -19,7 +19,10 @@ const ref = (name: string): Schema => ({ $ref: `#/components/schemas/${name}` })
 const CHAT_ERRORS: ErrorCode[] = [
   'missing_api_key',
   'invalid_api_key',
+  'key_expired',
   'insufficient_balance',
+  'key_limit_exceeded',
+  'model_not_allowed',
   'invalid_messages',
   'streaming_not_supported',
   'invalid_request',
@@ -43,6 +46,7 @@ const CHAT_ERRORS: ErrorCode[] = [
 const AUTHED_GET_ERRORS: ErrorCode[] = [
   'missing_api_key',
   'invalid_api_key',
+  'key_expired',
   'rate_limit_exceeded',
   'internal_error',
   'service_unavailable',

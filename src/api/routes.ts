@@ -254,6 +254,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
         requestId: newCompletionId(),
         accountId: auth.accountId,
         keyId: auth.keyId,
+        keyAllowed: auth.controls?.allowed,
         startedAt: request.startedAt,
         clientGone: () => request.clientGone,
       };

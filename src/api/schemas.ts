@@ -424,6 +424,9 @@ export const keyInfoSchema: Schema = {
     'held',
     'spend',
     'limits',
+    'limit',
+    'expires_at',
+    'allowed',
   ],
   properties: {
     object: { const: 'api_key' },
@@ -441,8 +444,29 @@ export const keyInfoSchema: Schema = {
     },
     limits: {
       type: 'object',
-      required: ['requests_per_minute', 'concurrent_requests'],
-      properties: { requests_per_minute: nullableLimit, concurrent_requests: nullableLimit },
+      required: ['requests_per_minute', 'concurrent_requests', 'tokens_per_minute'],
+      properties: {
+        requests_per_minute: nullableLimit,
+        concurrent_requests: nullableLimit,
+        tokens_per_minute: nullableLimit,
+      },
     },
+    limit: {
+      anyOf: [
+        { type: 'null' },
+        {
+          type: 'object',
+          required: ['amount', 'remaining', 'reset', 'resets_at'],
+          properties: {
+            amount: money,
+            remaining: money,
+            reset: { enum: ['daily', 'weekly', 'monthly', 'never'] },
+            resets_at: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
+          },
+        },
+      ],
+    },
+    expires_at: { anyOf: [{ type: 'integer' }, { type: 'null' }] },
+    allowed: { anyOf: [{ type: 'null' }, { type: 'array', items: { type: 'string' } }] },
   },
 };

@@ -1,5 +1,5 @@
 import { GatewayError } from '../errors.js';
-import type { ApiKeyInfo, KeyAuthRecord, Store } from '../store/types.js';
+import type { ApiKeyInfo, KeyAuthRecord, KeyControls, Store } from '../store/types.js';
 import { hashApiKey, isWellFormedKey } from './api-key.js';
 import type { KeyCache } from './key-cache.js';
 
@@ -17,6 +17,8 @@ export interface AuthContext {
   keyId: string;
   keyName: string;
   accountId: string;
+  /** The key's own controls (docs/api.md "Key controls"); undefined: none. */
+  controls?: KeyControls;
 }
 
 const BEARER = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -68,8 +70,14 @@ export class Authenticator {
 
   private admit(record: KeyAuthRecord | undefined): AuthContext {
     if (!record || record.revoked || record.accountStatus !== 'active') throw invalidKey();
+    const expiresAt = record.controls?.expiresAt ?? null;
+    if (expiresAt !== null && this.now() >= expiresAt) {
+      throw new GatewayError('key_expired', `This API key expired at ${new Date(expiresAt).toISOString()}.`);
+    }
     this.touch(record.keyId);
-    return { keyId: record.keyId, keyName: record.keyName, accountId: record.accountId };
+    const auth: AuthContext = { keyId: record.keyId, keyName: record.keyName, accountId: record.accountId };
+    if (record.controls) auth.controls = record.controls;
+    return auth;
   }
 
   /** Forget a key at once here and on every instance (used right after revoking it). */

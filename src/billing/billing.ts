@@ -2,7 +2,7 @@ import { GatewayError } from '../errors.js';
 import { formatNano, maxTokensFor, tokenCost } from '../money/money.js';
 import type { ProviderConfig } from '../providers/types.js';
 import { timeOrderedHex } from '../random.js';
-import type { SettleInput, SettleResult, Store, UsageRecord } from '../store/types.js';
+import type { KeyLimitRefusal, SettleInput, SettleResult, Store, UsageRecord } from '../store/types.js';
 import type { Bill } from './bill.js';
 import {
   type CallShape,
@@ -33,10 +33,15 @@ export interface Hold {
   amountNano: number;
   /** The candidates worth trying within this hold, in order, each with its cap (the first always is). */
   attempts: Attempt[];
+  /** The calling key, and the window of its spend limit the hold counts in (null: the key has none). */
+  keyId?: string;
+  keyWindow?: number | null;
 }
 
 export interface HoldRequest {
   accountId: string;
+  /** The calling key: its spend limit, when it has one, is held against with the balance. */
+  keyId?: string;
   requestId: string;
   candidates: readonly ProviderConfig[];
   call: CallShape;
@@ -107,29 +112,40 @@ export class Billing {
     if (req.call.maxTokensFloor !== undefined) plan.ceilingFloor = req.call.maxTokensFloor;
     const full = fullHoldFor(req.candidates, plan);
     const first = await this.place(req, full);
-    if (first.ok) return this.holdOf(req, plan, first.holdId, full);
+    if (first.ok) return this.holdOf(req, plan, first, full);
 
     const primary = req.candidates[0];
     if (!primary) throw new Error('hold() needs at least one candidate');
-    const balance = first.balanceNano;
+    // What may be held: the balance, and no more than the key's limit has left.
+    const { key } = first;
+    const keyBinds = key !== undefined && key.remainingNano < first.balanceNano;
+    const balance = keyBinds ? key.remainingNano : first.balanceNano;
+    const refusal = (needed: number, short: number, k: KeyLimitRefusal | undefined, binds: boolean) =>
+      binds && k ? keyLimitExceeded(k, needed) : insufficient(short, needed);
     const { requestedMaxTokens } = plan;
     let amount: number | undefined;
     if (requestedMaxTokens !== undefined && plan.ceilingFloor === undefined) {
       const needed = callCostBound(primary, plan, requestedMaxTokens);
       if (needed <= balance) amount = needed;
+      else if (keyBinds) throw keyLimitExceeded(key, needed);
       else throw explicitCapError(primary, plan, requestedMaxTokens, needed, balance);
     } else {
       const cap = capWithinHold(primary, balance, plan);
       if (cap !== undefined) amount = callCostBound(primary, plan, cap);
     }
     if (amount === undefined)
-      throw insufficient(
-        balance,
+      throw refusal(
         callCostBound(primary, plan, Math.max(plan.ceilingFloor ?? 0, plan.minCompletionTokens)),
+        balance,
+        key,
+        keyBinds,
       );
     const second = await this.place(req, amount);
-    if (!second.ok) throw insufficient(second.balanceNano, amount);
-    return this.holdOf(req, plan, second.holdId, amount);
+    if (!second.ok) {
+      const binds = second.key !== undefined && second.key.remainingNano < second.balanceNano;
+      throw refusal(amount, second.balanceNano, second.key, binds);
+    }
+    return this.holdOf(req, plan, second, amount);
   }
 
   /**
@@ -151,6 +167,7 @@ export class Billing {
       holdId: hold.holdId,
       accountId: hold.accountId,
       holdAmountNano: hold.amountNano,
+      ...keyOf(hold),
       costNano: bill.inputCostNano + bill.outputCostNano,
       usage: {
         ...usage,
@@ -182,6 +199,7 @@ export class Billing {
         accountId: hold.accountId,
         holdAmountNano: hold.amountNano,
         usage,
+        ...keyOf(hold),
       });
     } finally {
       this.open.delete(hold.holdId);
@@ -212,10 +230,7 @@ export class Billing {
     });
   }
 
-  private async place(
-    req: HoldRequest,
-    amountNano: number,
-  ): Promise<{ ok: true; holdId: string } | { ok: false; balanceNano: number }> {
+  private async place(req: HoldRequest, amountNano: number): Promise<Placed> {
     const holdId = `hold_${timeOrderedHex(6)}`;
     const result = await this.store.placeHold({
       holdId,
@@ -225,14 +240,21 @@ export class Billing {
       owner: this.instanceId,
       createdAt: this.now(),
       expiresAt: req.expiresAt,
+      ...(req.keyId === undefined ? {} : { keyId: req.keyId }),
     });
-    if (result.ok) return { ok: true, holdId };
+    if (result.ok) return { ok: true, holdId, keyWindow: result.keyWindow ?? null };
     if (result.reason === 'account_inactive') throw new GatewayError('invalid_api_key', 'Invalid API key');
-    return { ok: false, balanceNano: result.balanceNano };
+    return { ok: false, balanceNano: result.balanceNano, key: result.key };
   }
 
   /** The hold, with the cap each candidate gets within it; a candidate it cannot pay for is left out. */
-  private holdOf(req: HoldRequest, plan: HoldPlanInput, holdId: string, amountNano: number): Hold {
+  private holdOf(
+    req: HoldRequest,
+    plan: HoldPlanInput,
+    placed: { holdId: string; keyWindow: number | null },
+    amountNano: number,
+  ): Hold {
+    const { holdId } = placed;
     this.open.add(holdId);
     const attempts: Attempt[] = [];
     for (const provider of req.candidates) {
@@ -240,8 +262,32 @@ export class Billing {
       if (cap !== undefined)
         attempts.push({ provider, cap, promptBound: promptTokenBound(plan.prompt, provider) });
     }
-    return { holdId, accountId: req.accountId, amountNano, attempts };
+    const hold: Hold = { holdId, accountId: req.accountId, amountNano, attempts };
+    if (req.keyId !== undefined) {
+      hold.keyId = req.keyId;
+      hold.keyWindow = placed.keyWindow;
+    }
+    return hold;
   }
+}
+
+type Placed =
+  | { ok: true; holdId: string; keyWindow: number | null }
+  | { ok: false; balanceNano: number; key: KeyLimitRefusal | undefined };
+
+/** The hold's key and window, as the store's settle and release take them. */
+function keyOf(hold: Hold): { keyId?: string; keyWindow?: number | null } {
+  return hold.keyId === undefined ? {} : { keyId: hold.keyId, keyWindow: hold.keyWindow ?? null };
+}
+
+/** 402 key_limit_exceeded: the key's limit, what is left of it, and when it resets. */
+function keyLimitExceeded(key: KeyLimitRefusal, neededNano: number): GatewayError {
+  const resets =
+    key.resetsAt === null ? 'It does not reset.' : `It resets at ${new Date(key.resetsAt).toISOString()}.`;
+  return new GatewayError(
+    'key_limit_exceeded',
+    `This API key's spend limit cannot cover this request: it needs up to $${formatNano(neededNano)}, the limit is $${formatNano(key.limitNano)} and $${formatNano(key.remainingNano)} is left. ${resets}`,
+  );
 }
 
 /** The bill as charged: whole, or (a shortfall) what was charged split input first. */

@@ -23,6 +23,11 @@ const OPTION_KINDS = {
   count: 'string',
   expires: 'string',
   code: 'string',
+  limit: 'string',
+  'limit-reset': 'string',
+  allow: 'string',
+  rpm: 'string',
+  tpm: 'string',
 } as const;
 
 export type OptionName = keyof typeof OPTION_KINDS;
@@ -57,7 +62,16 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     usage: 'tollgate credits add --email E --amount USD [--note TEXT]',
     options: ['email', 'amount', 'note'],
   },
-  'keys create': { usage: 'tollgate keys create --email E --name NAME', options: ['email', 'name'] },
+  'keys create': {
+    usage:
+      'tollgate keys create --email E --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never] [--expires ISO-8601] [--allow LIST] [--rpm N] [--tpm N]',
+    options: ['email', 'name', 'limit', 'limit-reset', 'expires', 'allow', 'rpm', 'tpm'],
+  },
+  'keys update': {
+    usage:
+      'tollgate keys update --email E --id ID [--name NAME] [--limit USD|none] [--limit-reset daily|weekly|monthly|never] [--expires ISO-8601|none] [--allow LIST|all] [--rpm N|none] [--tpm N|none]',
+    options: ['email', 'id', 'name', 'limit', 'limit-reset', 'expires', 'allow', 'rpm', 'tpm'],
+  },
   'keys list': { usage: 'tollgate keys list --email E', options: ['email'] },
   'keys revoke': { usage: 'tollgate keys revoke --email E --id ID', options: ['email', 'id'] },
   'ledger check': { usage: 'tollgate ledger check', options: [] },

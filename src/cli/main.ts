@@ -27,8 +27,12 @@ const HELP = `Usage: tollgate <command> [options]   (every command takes --json)
                                                 an admin without --password-stdin gets a generated password
   accounts password --email E [--password-stdin]   new dashboard password (generated if not on stdin)
   credits add --email E --amount USD [--note TEXT]
-  keys create --email E --name NAME             prints the new key once
-  keys list --email E
+  keys create --email E --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never]
+              [--expires ISO-8601] [--allow LIST] [--rpm N] [--tpm N]
+                                                prints the new key once
+  keys update --email E --id ID [--name N] [--limit USD|none] [--limit-reset …] [--expires ISO|none]
+              [--allow LIST|all] [--rpm N|none] [--tpm N|none]
+  keys list --email E                           each key with its limit, spend in the window, expiry
   keys revoke --email E --id ID
   ledger check                                  exits non-zero when the ledger is inconsistent
   backup <file> [--force]                       consistent copy of the SQLite database, server running or not
@@ -93,8 +97,21 @@ async function dispatch(
       );
       return 0;
     case 'keys create':
-      await (await import('./commands/keys.js')).keysCreate({ email: values.email, name: values.name }, out);
+    case 'keys update': {
+      const controls = {
+        name: values.name,
+        limit: values.limit,
+        limitReset: values['limit-reset'],
+        expires: values.expires,
+        allow: values.allow,
+        rpm: values.rpm,
+        tpm: values.tpm,
+      };
+      const keys = await import('./commands/keys.js');
+      if (command === 'keys create') await keys.keysCreate({ email: values.email, ...controls }, out);
+      else await keys.keysUpdate({ email: values.email, id: values.id, ...controls }, out);
       return 0;
+    }
     case 'keys list':
       await (await import('./commands/keys.js')).keysList({ email: values.email }, out);
       return 0;

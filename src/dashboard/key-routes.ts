@@ -4,6 +4,7 @@ import { GatewayError } from '../errors.js';
 import { nanoToUsd } from '../money/money.js';
 import { fieldsOf } from './body.js';
 import { type DashboardDeps, sessionOf } from './deps.js';
+import { keyControlRoutes } from './key-control-routes.js';
 import { creditView, keyView } from './views.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;
@@ -15,6 +16,7 @@ function keyNotFound(): GatewayError {
 /** The signed-in account: its balance and spend, credits, and its API keys. */
 export async function keyRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
   const { store, dashboardStore, billing, authenticator } = deps;
+  await keyControlRoutes(app, deps);
 
   app.get('/account', async (request) => {
     const session = sessionOf(request);

@@ -102,7 +102,12 @@ async function routeAndHold(
   deadline: number,
 ): Promise<{ hold: Hold; explicit: boolean }> {
   const { config, billing, registry, rotation } = deps;
-  const route = await resolveRoute({ model: req.model, provider: req.provider }, registry, rotation);
+  const route = await resolveRoute(
+    { model: req.model, provider: req.provider },
+    registry,
+    rotation,
+    ctx.keyAllowed,
+  );
   ctx.provider = route.candidates[0]?.name;
   // Before any money is held: a candidate whose wire format cannot honour the request is left out (under
   // auto routing) or refuses it (when chosen by name), with no upstream call and no charge.
@@ -111,6 +116,7 @@ async function routeAndHold(
   try {
     const hold = await billing.hold({
       accountId: ctx.accountId,
+      keyId: ctx.keyId,
       requestId: ctx.requestId,
       candidates,
       call: req,
@@ -119,7 +125,10 @@ async function routeAndHold(
     });
     return { hold, explicit: route.explicit };
   } catch (err) {
-    if (err instanceof GatewayError && err.code === 'insufficient_balance') {
+    if (
+      err instanceof GatewayError &&
+      (err.code === 'insufficient_balance' || err.code === 'key_limit_exceeded')
+    ) {
       await billing.recordRefusal(failedUsage(deps, ctx, candidates[0], err.code, err.status));
     }
     throw err;

@@ -76,6 +76,8 @@ export interface RequestContext {
   requestId: string;
   accountId: string;
   keyId: string;
+  /** The key's allow-list of provider and model names; undefined or null: every one. */
+  keyAllowed?: readonly string[] | null;
   /** Epoch ms when the request arrived. */
   startedAt: number;
   /** Whether the client has disconnected (checked when the usage row is written). */

@@ -1,5 +1,6 @@
 import { GatewayError } from '../errors.js';
 import { isProviderName, type ProviderConfig, type ProviderName } from '../providers/types.js';
+import { type AllowList, isAllowed, notAllowed } from './key-allow.js';
 import type { ProviderRegistry } from './registry.js';
 import type { RotationCounter } from './rotation.js';
 
@@ -31,6 +32,8 @@ export function resolveRoute(
   req: RouteRequest,
   registry: ProviderRegistry,
   rotation: RotationCounter,
+  /** The calling key's allow-list: a provider outside it is refused (403), and auto routing skips it. */
+  allowed?: AllowList,
 ): Route | Promise<Route> {
   const { model, provider } = req;
   if (provider !== undefined) {
@@ -56,10 +59,10 @@ export function resolveRoute(
         { param: 'model' },
       );
     }
-    return explicitRoute(provider, registry);
+    return explicitRoute(provider, registry, allowed);
   }
-  if (model === undefined || model === 'auto') return autoRoute(registry, rotation);
-  if (isProviderName(model)) return explicitRoute(model, registry);
+  if (model === undefined || model === 'auto') return autoRoute(registry, rotation, allowed);
+  if (isProviderName(model)) return explicitRoute(model, registry, allowed);
   const byModel = registry.providerForModel(model);
   if (byModel === undefined) {
     throw new GatewayError(
@@ -68,10 +71,13 @@ export function resolveRoute(
       { param: 'model' },
     );
   }
-  return explicitRoute(byModel, registry);
+  return explicitRoute(byModel, registry, allowed);
 }
 
-function explicitRoute(name: ProviderName, registry: ProviderRegistry): Route {
+function explicitRoute(name: ProviderName, registry: ProviderRegistry, allowed: AllowList): Route {
+  if (allowed && !isAllowed(registry.get(name), allowed)) {
+    throw notAllowed(allowed, `"${name}" (${registry.get(name).model})`);
+  }
   const status = registry.status(name);
   if (!status.active) {
     const why =
@@ -90,8 +96,18 @@ function explicitRoute(name: ProviderName, registry: ProviderRegistry): Route {
   return { candidates: [status.provider], explicit: true };
 }
 
-async function autoRoute(registry: ProviderRegistry, rotation: RotationCounter): Promise<Route> {
+async function autoRoute(
+  registry: ProviderRegistry,
+  rotation: RotationCounter,
+  allowed: AllowList,
+): Promise<Route> {
   const active = registry.autoList.filter((n) => registry.isActive(n));
+  if (allowed) {
+    // Auto routing rotates over what the key allows; none of it active is a refusal of the key's own.
+    const permitted = active.filter((n) => isAllowed(registry.get(n), allowed));
+    if (permitted.length === 0) throw notAllowed(allowed, 'any provider active for automatic routing now');
+    active.splice(0, active.length, ...permitted);
+  }
   if (active.length === 0) {
     throw new GatewayError(
       'no_provider_available',

@@ -61,6 +61,7 @@ export function composeStore(parts: StoreParts): Store {
     createApiKey: (input) => keys.createApiKey(input),
     listApiKeys: (accountId) => keys.listApiKeys(accountId),
     revokeApiKey: (accountId, keyId) => keys.revokeApiKey(accountId, keyId),
+    updateApiKey: (accountId, keyId, changes) => keys.updateApiKey(accountId, keyId, changes),
     getApiKey: (accountId, keyId) => keys.getApiKey(accountId, keyId),
     touchApiKey: (keyId, at) => keys.touchApiKey(keyId, at),
     findKeyByHash: (keyHash) => keyLookup.findKeyByHash(keyHash),

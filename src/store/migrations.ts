@@ -336,6 +336,37 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('ledger').addColumn('code_batch_id', 'text').execute();
     },
   },
+  '0012_key_controls': {
+    // Per-key money controls (docs/api.md "Key controls"): a spend limit per window (`limit_nano`, null:
+    // none; `limit_reset` daily | weekly | monthly | never), the figures of the window the row counts
+    // (`window_start`, `window_spent_nano`, `window_held_nano`: src/store/key-window-rules.ts), an expiry,
+    // an allow-list of providers and models (JSON text, null: all), and the key's own requests and tokens
+    // per minute. A hold records its key and, when the key's limit counted it, the window it counted in
+    // (`key_window`), so its settle and release give back to that window only. Nullable or defaulted
+    // columns: no row is rewritten.
+    async up(db: Kysely<unknown>) {
+      const keys = [
+        ['limit_nano', 'bigint'],
+        ['expires_at', 'bigint'],
+        ['allowed', 'text'],
+        ['rpm', 'integer'],
+        ['tpm', 'integer'],
+      ] as const;
+      for (const [name, type] of keys) await db.schema.alterTable('api_keys').addColumn(name, type).execute();
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('limit_reset', 'text', (c) => c.notNull().defaultTo('never'))
+        .execute();
+      for (const name of ['window_start', 'window_spent_nano', 'window_held_nano']) {
+        await db.schema
+          .alterTable('api_keys')
+          .addColumn(name, 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
+      }
+      await db.schema.alterTable('holds').addColumn('key_id', 'text').execute();
+      await db.schema.alterTable('holds').addColumn('key_window', 'bigint').execute();
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */

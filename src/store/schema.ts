@@ -39,6 +39,19 @@ export interface ApiKeysTable {
   created_at: BigIntColumn;
   last_used_at: BigIntColumn | null;
   revoked_at: BigIntColumn | null;
+  // Key controls (migration 0012; src/store/key-window-rules.ts).
+  /** The spend limit per window; null: none. */
+  limit_nano?: BigIntColumn | null;
+  /** daily | weekly | monthly | never. */
+  limit_reset?: string;
+  window_start?: BigIntColumn;
+  window_spent_nano?: BigIntColumn;
+  window_held_nano?: BigIntColumn;
+  expires_at?: BigIntColumn | null;
+  /** JSON array of provider and model names; null: every one. */
+  allowed?: string | null;
+  rpm?: number | null;
+  tpm?: number | null;
 }
 
 /**
@@ -53,6 +66,10 @@ export interface HoldsTable {
   owner: string;
   created_at: BigIntColumn;
   expires_at: BigIntColumn;
+  /** The key of the call (migration 0012; null on holds placed before it). */
+  key_id?: string | null;
+  /** The window of the key's limit the hold counts in; null when the key had no limit. */
+  key_window?: BigIntColumn | null;
 }
 
 /**

@@ -13,6 +13,41 @@ import type { Account, AccountRole, AccountStatus, UsageStatus } from './records
 
 export type { Account, AccountRole, AccountStatus, UsageStatus } from './records.js';
 
+/** When a key's spend limit starts a new window (src/store/key-window-rules.ts). */
+export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
+
+/** A key's own controls (docs/api.md "Key controls"); null: none. */
+export interface KeyControls {
+  /** The spend limit per window. */
+  limitNano: number | null;
+  limitReset: LimitReset;
+  /** When the key stops working (epoch ms). */
+  expiresAt: number | null;
+  /** The provider and model names the key may use; null: every one. */
+  allowed: string[] | null;
+  /** The key's own requests and tokens per minute, beside KEY_RATE_LIMIT_RPM. */
+  rpm: number | null;
+  tpm: number | null;
+}
+
+/** The figures of the window a key's row counts (meaningful while it has a limit). */
+export interface KeyWindowFigures {
+  windowStart: number;
+  spentNano: number;
+  heldNano: number;
+}
+
+/** What may be changed of a key after its creation; a field left out is left as it is. */
+export interface KeyChanges {
+  name?: string;
+  limitNano?: number | null;
+  limitReset?: LimitReset;
+  expiresAt?: number | null;
+  allowed?: string[] | null;
+  rpm?: number | null;
+  tpm?: number | null;
+}
+
 export interface ApiKeyInfo {
   id: string;
   accountId: string;
@@ -22,6 +57,8 @@ export interface ApiKeyInfo {
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
+  controls: KeyControls;
+  window: KeyWindowFigures;
 }
 
 /** What authentication needs from a key lookup by hash. */
@@ -31,6 +68,8 @@ export interface KeyAuthRecord {
   accountId: string;
   accountStatus: AccountStatus;
   revoked: boolean;
+  /** The key's controls; undefined: none. */
+  controls?: KeyControls;
 }
 
 /**
@@ -85,12 +124,33 @@ export interface PlaceHoldInput {
   owner: string;
   createdAt: number;
   expiresAt: number;
+  /**
+   * The calling key: when it has a spend limit, the hold counts against the limit's window in the same
+   * atomic step as against the balance (src/store/key-window-rules.ts).
+   */
+  keyId?: string;
+}
+
+/** Why a key's limit refused a hold: the limit, what is left of it, when its window resets (null: never). */
+export interface KeyLimitRefusal {
+  limitNano: number;
+  remainingNano: number;
+  resetsAt: number | null;
 }
 
 export type PlaceHoldResult =
-  | { ok: true }
+  /** `keyWindow`: the window of the key's limit the hold counts in; null when the key has no limit. */
+  | { ok: true; keyWindow?: number | null }
   /** Balance too low (or the account is disabled / missing): nothing was changed. */
-  | { ok: false; reason: 'insufficient_balance' | 'account_inactive'; balanceNano: number };
+  | {
+      ok: false;
+      reason: 'insufficient_balance' | 'account_inactive';
+      balanceNano: number;
+      /** When the key has a limit: what it would have allowed. */
+      key?: KeyLimitRefusal;
+    }
+  /** The key's limit cannot cover the hold: nothing was changed. */
+  | { ok: false; reason: 'key_limit_exceeded'; balanceNano: number; key: KeyLimitRefusal };
 
 export interface SettleInput {
   holdId: string;
@@ -100,6 +160,9 @@ export interface SettleInput {
   /** Actual cost to charge (input + output cost of the usage row). */
   costNano: number;
   usage: UsageRecord;
+  /** The hold's key and the window of its limit the hold counts in (`PlaceHoldResult.keyWindow`). */
+  keyId?: string;
+  keyWindow?: number | null;
   /**
    * When the request carries an idempotency key: its stored answer is written in the same transaction
    * as the charge, so a charged request can always be replayed and never charged twice.
@@ -148,6 +211,9 @@ export interface ReleaseInput {
   holdAmountNano: number;
   /** The failed request's usage row (zero cost), or null to write none. */
   usage: UsageRecord | null;
+  /** As in {@link SettleInput}. */
+  keyId?: string;
+  keyWindow?: number | null;
 }
 
 export interface LedgerProblem {
@@ -163,7 +229,15 @@ export interface LedgerProblem {
    * `spend_counters`: the money is right, but the spend today and this month kept on the account's row
    * (what `GET /api/v1/key` reports) differs from the charges of its requests started today and this month.
    */
-  reason: 'mismatch' | 'negative_balance' | 'duplicate_charge' | 'spend_counters' | 'shortfall';
+  reason:
+    | 'mismatch'
+    | 'negative_balance'
+    | 'duplicate_charge'
+    | 'spend_counters'
+    | 'shortfall'
+    | 'key_over_limit';
+  /** With `key_over_limit`: the key whose window spend is above its limit. */
+  key?: { keyId: string; limitNano: number; spentNano: number };
   /** With `spend_counters`: the sums from the rows, and what the counters say. */
   spend?: { todayNano: number; monthNano: number; countedTodayNano: number; countedMonthNano: number };
   /** With `shortfall`: the account's unbilled service (see `LedgerShortfall`). */
@@ -297,7 +371,15 @@ export interface ApiKeys {
     keyHash: string;
     hint: string;
     maxActive: number;
+    /** Its controls, as `updateApiKey` takes them. */
+    controls?: KeyChanges;
   }): Promise<{ ok: true; key: ApiKeyInfo } | { ok: false; reason: 'limit_reached' }>;
+  /**
+   * Changes a key's name and controls; undefined when the account has no such key. Setting a limit or its
+   * reset starts counting the window of `now` from the charges of the key's requests started in it and the
+   * key's open holds counted in it.
+   */
+  updateApiKey(accountId: string, keyId: string, changes: KeyChanges): Promise<ApiKeyInfo | undefined>;
   listApiKeys(accountId: string): Promise<ApiKeyInfo[]>;
   revokeApiKey(accountId: string, keyId: string): Promise<'revoked' | 'not_found' | 'already_revoked'>;
   /** One API key of an account, revoked or not. */

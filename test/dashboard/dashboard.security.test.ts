@@ -74,7 +74,7 @@ afterAll(async () => {
 /** Every dashboard route, with what a user other than the owner might send it. */
 function crossAccountRequests(
   victim: Party,
-): [method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown][] {
+): [method: 'GET' | 'POST' | 'DELETE' | 'PATCH', url: string, body?: unknown][] {
   return [
     ['GET', '/session'],
     ['POST', '/auth/login', { email: victim.email, password: 'not the password at all' }],
@@ -85,6 +85,8 @@ function crossAccountRequests(
     ['GET', '/keys'],
     ['POST', '/keys', { name: 'planted', account_id: victim.id }],
     ['DELETE', `/keys/${victim.keyId}`],
+    ['PATCH', `/keys/${victim.keyId}`, { limit: 1 }],
+    ['GET', `/keys/${victim.keyId}/controls`],
     ['GET', `/usage?key_id=${victim.keyId}`],
     ['GET', `/usage?cursor=${victim.cursor}`],
     ['GET', `/usage/daily?key_id=${victim.keyId}`],
@@ -126,6 +128,7 @@ describe('dashboard security', () => {
         const path = url.split('?')[0] ?? '';
         const pattern = path
           .replace(/\/keys\/[^/]+$/, '/keys/:id')
+          .replace(/\/keys\/[^/]+\/controls$/, '/keys/:id/controls')
           .replace(/\/accounts\/[^/]+\//, '/accounts/:id/')
           .replace(/\/invites\/[^/]+$/, '/invites/:id')
           .replace(/\/code-batches\/[^/]+$/, '/code-batches/:id');

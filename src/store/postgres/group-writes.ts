@@ -28,6 +28,7 @@ async function placeHoldAtOnce(db: Kysely<Database>, input: PlaceHoldInput): Pro
       input.owner,
       input.createdAt,
       input.expiresAt,
+      input.keyId ?? null,
     ]),
   );
   return rows.length > 0;
@@ -184,6 +185,7 @@ export class PostgresGroupWrites {
             inputs.map((h) => h.amountNano),
             inputs.map((h) => h.createdAt),
             inputs.map((h) => h.expiresAt),
+            inputs.map((h) => h.keyId ?? null),
           ]),
         ),
       );

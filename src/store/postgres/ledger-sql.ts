@@ -18,11 +18,13 @@ import { prepareByName } from './prepared-statements.js';
 
 /**
  * The hold rule: `amount` is taken from an active account whose balance covers it; no row returned means
- * nothing changed.
+ * nothing changed. Only for keys without a spend limit: a key with one is held by the transaction of
+ * `key-limit.ts`, which locks the key's row (no row is returned here, and the ledger sends it there).
  */
-function takeFromBalance(account: string, amount: string): string {
+function takeFromBalance(account: string, amount: string, unlimitedKeys: string): string {
   return `update accounts set balance_nano = balance_nano - ${amount}
    where id = ${account} and status = 'active' and balance_nano >= ${amount}
+     and not exists (select 1 from api_keys where id = any(${unlimitedKeys}) and limit_nano is not null)
    returning balance_nano`;
 }
 
@@ -34,12 +36,15 @@ function givenBack(held: string, cost: string): string {
   return `${held} - ${cost}`;
 }
 
-/** A hold and its row. $1 amount, $2 account, $3 hold id, $4 request id, $5 owner, $6 created at, $7 expires at. */
+/**
+ * A hold and its row. $1 amount, $2 account, $3 hold id, $4 request id, $5 owner, $6 created at, $7 expires
+ * at, $8 key (null: none).
+ */
 export const PLACE_HOLD = `with charged as (
-  ${takeFromBalance('$2::text', '$1::bigint')}
+  ${takeFromBalance('$2::text', '$1::bigint', 'array[$8::text]')}
 ), hold as (
-  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
-  select $3::text, $2::text, $4::text, $1::bigint, $5::text, $6::bigint, $7::bigint
+  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, key_id)
+  select $3::text, $2::text, $4::text, $1::bigint, $5::text, $6::bigint, $7::bigint, $8::text
     from charged
 )
 select 1 as placed from charged`;
@@ -65,6 +70,7 @@ const SETTLE_MONTH = `$${SETTLE_FIXED_PARAMS + USAGE_COLUMNS.length + 2}::bigint
 export const SETTLE = `with hold as (
   delete from holds
    where id = $1::text and account_id = $2::text and ${covers('amount_nano', '$3::bigint')}
+     and key_window is null
    returning amount_nano
 ), settled as (
   update accounts set balance_nano = accounts.balance_nano + ${givenBack('hold.amount_nano', '$3::bigint')},
@@ -82,16 +88,16 @@ select balance_nano from settled`;
 /**
  * Several holds on one account: the account is charged their sum by the hold rule and every hold row is
  * written, or nothing happens. $1 account, $2 the sum, $3 owner, then one array each of hold ids, request
- * ids, amounts, created-at and expires-at times. (A lone call keeps PLACE_HOLD, and a lone settle SETTLE:
+ * ids, amounts, created-at and expires-at times, keys. (A lone call keeps PLACE_HOLD, and a lone settle SETTLE:
  * a group of one, in arrays, costs more than the single statement.)
  */
 export const PLACE_HOLDS = `with charged as (
-  ${takeFromBalance('$1::text', '$2::bigint')}
+  ${takeFromBalance('$1::text', '$2::bigint', '$9::text[]')}
 ), hold as (
-  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
-  select h.id, $1::text, h.request_id, h.amount_nano, $3::text, h.created_at, h.expires_at
-    from unnest($4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[])
-         as h(id, request_id, amount_nano, created_at, expires_at), charged
+  insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, key_id)
+  select h.id, $1::text, h.request_id, h.amount_nano, $3::text, h.created_at, h.expires_at, h.key_id
+    from unnest($4::text[], $5::text[], $6::bigint[], $7::bigint[], $8::bigint[], $9::text[])
+         as h(id, request_id, amount_nano, created_at, expires_at, key_id), charged
 )
 select 1 as placed from charged`;
 
@@ -115,6 +121,7 @@ export const SETTLES = `with input as (
 ), hold as (
   delete from holds h using input i
    where h.id = i.hold_id and h.account_id = $1::text and ${covers('h.amount_nano', 'i.cost')}
+     and h.key_window is null
    returning h.id, h.amount_nano
 ), closed as (
   select i.*, hold.amount_nano as held from hold join input i on i.hold_id = hold.id

@@ -1,9 +1,10 @@
 import type { Kysely, Transaction } from 'kysely';
+import { chargeCap, keySettle } from '../key-window-rules.js';
 import { credit, invalidCost, invalidCredit, invalidHold, release, settle } from '../ledger-rules.js';
 import { newId } from '../new-id.js';
 import { REFUSAL_BATCH, type RefusalCount, RefusalCounter } from '../refusal-counts.js';
 import { refusedHold } from '../refused-hold.js';
-import { type Database, toNumber } from '../schema.js';
+import { type Database, toNumber, toNumberOrNull } from '../schema.js';
 import { holdsToRelease } from '../shared/holds-to-release.js';
 import { addSpend, SPEND_COLUMNS, type SpendCounters, spendColumns, spendCountersOf } from '../spend.js';
 import type {
@@ -19,6 +20,7 @@ import type {
 } from '../types.js';
 import { usageRowOf, usageValues } from '../usage-row.js';
 import { PostgresGroupWrites } from './group-writes.js';
+import { giveBackToKey, lockKeyWindow, placeKeyedHold, writeKeyWindow } from './key-limit.js';
 
 const PLACED: PlaceHoldResult = Object.freeze({ ok: true });
 
@@ -44,7 +46,11 @@ export class PostgresLedger implements Ledger {
     const invalid = invalidHold(input.amountNano);
     if (invalid) throw invalid;
     if (await this.writes.placeHold(input)) return PLACED;
-    // Nothing was written: say why, from the row as it is now.
+    // Nothing was written: a key with a spend limit is held by the transaction that locks its row.
+    if (input.keyId !== undefined && (await this.keyHasLimit(input.keyId))) {
+      return this.db.transaction().execute((trx) => placeKeyedHold(trx, input));
+    }
+    // Otherwise say why, from the row as it is now.
     const row = await this.db
       .selectFrom('accounts')
       .select(['balance_nano', 'status'])
@@ -59,9 +65,23 @@ export class PostgresLedger implements Ledger {
     const covered = await this.writes.settle(input);
     if (covered) return { balanceNano: covered.balanceNano, chargedNano: input.costNano, shortfallNano: 0 };
     return this.db.transaction().execute(async (trx) => {
-      const held = (await closeHold(trx, input.holdId, input.accountId)) ?? 0;
+      const closed = await closeHold(trx, input.holdId, input.accountId);
+      const held = closed?.amountNano ?? 0;
+      // The key's row before the account's, as every transaction taking both locks them.
+      const keyId = closed?.keyId ?? input.keyId ?? null;
+      const keyWindow = closed ? closed.keyWindow : (input.keyWindow ?? null);
+      const key = keyId !== null && keyWindow !== null ? await lockKeyWindow(trx, keyId) : undefined;
       const account = await lockAccountWithSpend(trx, input.accountId);
-      const settled = settle(account.balanceNano, held, input.costNano);
+      // A key's limit bounds what the settle may charge beyond the hold; the rest is a shortfall.
+      const cost =
+        key && keyWindow !== null
+          ? Math.min(input.costNano, chargeCap(key, keyWindow, held))
+          : input.costNano;
+      const settled = settle(account.balanceNano, held, cost);
+      settled.shortfall = input.costNano - settled.charged;
+      if (key && keyId !== null && keyWindow !== null) {
+        await writeKeyWindow(trx, keyId, keySettle(key, keyWindow, held, settled.charged));
+      }
       addSpend(account, settled.charged, input.usage.createdAt);
       await trx
         .updateTable('accounts')
@@ -93,7 +113,9 @@ export class PostgresLedger implements Ledger {
 
   release(input: ReleaseInput): Promise<{ balanceNano: number }> {
     return this.db.transaction().execute(async (trx) => {
-      const held = (await closeHold(trx, input.holdId, input.accountId)) ?? 0;
+      const closed = await closeHold(trx, input.holdId, input.accountId);
+      const held = closed?.amountNano ?? 0;
+      if (closed) await giveBackToKey(trx, closed.keyId, closed.keyWindow, held);
       const balanceNano = await giveBack(trx, input.accountId, held);
       if (input.usage)
         await trx
@@ -141,9 +163,10 @@ export class PostgresLedger implements Ledger {
     let released = 0;
     for (const hold of open) {
       const closed = await this.db.transaction().execute(async (trx) => {
-        const held = await closeHold(trx, hold.id, hold.accountId);
-        if (held === undefined) return false;
-        if (held > 0) await giveBack(trx, hold.accountId, held);
+        const closed = await closeHold(trx, hold.id, hold.accountId);
+        if (closed === undefined) return false;
+        await giveBackToKey(trx, closed.keyId, closed.keyWindow, closed.amountNano);
+        if (closed.amountNano > 0) await giveBack(trx, hold.accountId, closed.amountNano);
         return true;
       });
       if (closed) released += 1;
@@ -160,6 +183,16 @@ export class PostgresLedger implements Ledger {
 
   recordRefusal(refusal: RefusalRecord): Promise<void> {
     return this.refusals.add(refusal);
+  }
+
+  private async keyHasLimit(keyId: string): Promise<boolean> {
+    const row = await this.db
+      .selectFrom('api_keys')
+      .select('id')
+      .where('id', '=', keyId)
+      .where('limit_nano', 'is not', null)
+      .executeTakeFirst();
+    return row !== undefined;
   }
 
   /** Writes the refusals still counted (before the pool is closed). */
@@ -193,24 +226,30 @@ export class PostgresLedger implements Ledger {
 }
 
 /**
- * Closes an open hold — deletes its row — and returns its amount; undefined when it was already closed
- * (e.g. released by the expiry sweeper, or by another instance's), so its money is never returned twice.
+ * Closes an open hold — deletes its row — and returns its amount and key window; undefined when it was
+ * already closed (e.g. released by the expiry sweeper, or by another instance's), so its money is never
+ * returned twice.
  */
 async function closeHold(
   trx: Transaction<Database>,
   holdId: string,
   accountId: string,
-): Promise<number | undefined> {
+): Promise<{ amountNano: number; keyId: string | null; keyWindow: number | null } | undefined> {
   const hold = await trx
     .selectFrom('holds')
-    .select(['amount_nano'])
+    .select(['amount_nano', 'key_id', 'key_window'])
     .where('id', '=', holdId)
     .where('account_id', '=', accountId)
     .executeTakeFirst();
   if (!hold) return undefined;
   // The delete is the check under the row lock: of two closers racing, one deletes the row.
   const closed = await trx.deleteFrom('holds').where('id', '=', holdId).executeTakeFirst();
-  return Number(closed.numDeletedRows) === 1 ? toNumber(hold.amount_nano) : undefined;
+  if (Number(closed.numDeletedRows) !== 1) return undefined;
+  return {
+    amountNano: toNumber(hold.amount_nano),
+    keyId: hold.key_id ?? null,
+    keyWindow: toNumberOrNull(hold.key_window ?? null),
+  };
 }
 
 /** Returns `held` to the account's balance under its row lock; the balance after. */

@@ -1,7 +1,9 @@
+import type { Transaction } from 'kysely';
 import { newId } from '../new-id.js';
-import { type ApiKeysTable, sumOf, toNumber, toNumberOrNull } from '../schema.js';
-import type { AccountStatus, ApiKeyInfo, ApiKeys, KeyAuthRecord, KeyLookup } from '../types.js';
+import { type ApiKeysTable, type Database, sumOf, toNumber, toNumberOrNull } from '../schema.js';
+import type { AccountStatus, ApiKeyInfo, ApiKeys, KeyAuthRecord, KeyChanges, KeyLookup } from '../types.js';
 import type { SqlEngine } from './engine.js';
+import { controlsOf, controlValues, restartsWindow, windowAt, windowOf } from './key-controls-row.js';
 
 function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
   return {
@@ -12,7 +14,49 @@ function toKeyInfo(row: ApiKeysTable): ApiKeyInfo {
     createdAt: toNumber(row.created_at),
     lastUsedAt: toNumberOrNull(row.last_used_at),
     revokedAt: toNumberOrNull(row.revoked_at),
+    controls: controlsOf(row),
+    window: windowOf(row),
   };
+}
+
+/**
+ * Applies `changes` to the key's row (locked by the caller's transaction). A new limit or reset counts the
+ * window of `now` afresh: the charges of the key's requests started in it, and its open holds counted in it.
+ */
+async function applyChanges(
+  trx: Transaction<Database>,
+  keyId: string,
+  changes: KeyChanges,
+  now: number,
+): Promise<void> {
+  const values = controlValues(changes);
+  if (restartsWindow(changes)) {
+    const row = await trx
+      .selectFrom('api_keys')
+      .select(['limit_reset'])
+      .where('id', '=', keyId)
+      .executeTakeFirstOrThrow();
+    const reset = changes.limitReset ?? controlsOf(row).limitReset;
+    const start = windowAt(reset, now);
+    const spent = await trx
+      .selectFrom('usage')
+      .select((eb) => eb.fn.sum<string | number | null>('charged_nano').as('n'))
+      .where('key_id', '=', keyId)
+      .where('created_at', '>=', start)
+      .executeTakeFirst();
+    const held = await trx
+      .selectFrom('holds')
+      .select((eb) => eb.fn.sum<string | number | null>('amount_nano').as('n'))
+      .where('key_id', '=', keyId)
+      .where('key_window', '=', start)
+      .executeTakeFirst();
+    values.window_start = start;
+    values.window_spent_nano = sumOf(spent?.n);
+    values.window_held_nano = sumOf(held?.n);
+  }
+  if (Object.keys(values).length > 0) {
+    await trx.updateTable('api_keys').set(values).where('id', '=', keyId).execute();
+  }
 }
 
 /** API keys on either database. */
@@ -25,6 +69,7 @@ export class ApiKeyQueries implements ApiKeys, KeyLookup {
     keyHash: string;
     hint: string;
     maxActive: number;
+    controls?: KeyChanges;
   }) {
     return this.engine.db.transaction().execute(async (trx) => {
       // The account's row, locked: two keys created at once for one account count each other. Only the
@@ -55,7 +100,31 @@ export class ApiKeyQueries implements ApiKeys, KeyLookup {
         revoked_at: null,
       };
       await trx.insertInto('api_keys').values(row).execute();
-      return { ok: true as const, key: toKeyInfo(row) };
+      if (input.controls) await applyChanges(trx, row.id, input.controls, row.created_at as number);
+      const created = input.controls
+        ? await trx.selectFrom('api_keys').selectAll().where('id', '=', row.id).executeTakeFirstOrThrow()
+        : row;
+      return { ok: true as const, key: toKeyInfo(created) };
+    });
+  }
+
+  async updateApiKey(accountId: string, keyId: string, changes: KeyChanges): Promise<ApiKeyInfo | undefined> {
+    return this.engine.db.transaction().execute(async (trx) => {
+      // The key's row, locked: a hold counting against its limit waits for the new figures.
+      const found = await this.engine
+        .lockRows(
+          trx.selectFrom('api_keys').select('id').where('id', '=', keyId).where('account_id', '=', accountId),
+          'update',
+        )
+        .executeTakeFirst();
+      if (!found) return undefined;
+      await applyChanges(trx, keyId, changes, this.engine.now());
+      const row = await trx
+        .selectFrom('api_keys')
+        .selectAll()
+        .where('id', '=', keyId)
+        .executeTakeFirstOrThrow();
+      return toKeyInfo(row);
     });
   }
 
@@ -113,6 +182,12 @@ export class ApiKeyQueries implements ApiKeys, KeyLookup {
         'api_keys.account_id as accountId',
         'api_keys.revoked_at as revokedAt',
         'accounts.status as accountStatus',
+        'api_keys.limit_nano',
+        'api_keys.limit_reset',
+        'api_keys.expires_at',
+        'api_keys.allowed',
+        'api_keys.rpm',
+        'api_keys.tpm',
       ])
       .where('api_keys.key_hash', '=', keyHash)
       .executeTakeFirst();
@@ -123,6 +198,7 @@ export class ApiKeyQueries implements ApiKeys, KeyLookup {
       accountId: row.accountId,
       accountStatus: row.accountStatus as AccountStatus,
       revoked: row.revokedAt !== null,
+      controls: controlsOf(row),
     };
   }
 }

@@ -1,5 +1,5 @@
 import type { Kysely } from 'kysely';
-import { type Database, toNumber } from '../schema.js';
+import { type Database, toNumber, toNumberOrNull } from '../schema.js';
 import type { HoldsToRelease } from '../types.js';
 
 /** An open hold, as a ledger closes it. */
@@ -7,6 +7,9 @@ export interface OpenHold {
   id: string;
   accountId: string;
   amountNano: number;
+  /** The key and the window of its limit the hold counts in (migration 0012). */
+  keyId: string | null;
+  keyWindow: number | null;
 }
 
 /**
@@ -14,7 +17,7 @@ export interface OpenHold {
  * one. The picking is shared; the releasing is each ledger's own.
  */
 export async function holdsToRelease(db: Kysely<Database>, filter: HoldsToRelease): Promise<OpenHold[]> {
-  let query = db.selectFrom('holds').select(['id', 'account_id', 'amount_nano']);
+  let query = db.selectFrom('holds').select(['id', 'account_id', 'amount_nano', 'key_id', 'key_window']);
   if (filter.kind === 'expired') {
     query = query.where('expires_at', '<', filter.now);
     if (filter.keep !== undefined && filter.keep.length > 0) query = query.where('id', 'not in', filter.keep);
@@ -42,5 +45,11 @@ export async function holdsToRelease(db: Kysely<Database>, filter: HoldsToReleas
       );
   }
   const rows = await query.execute();
-  return rows.map((r) => ({ id: r.id, accountId: r.account_id, amountNano: toNumber(r.amount_nano) }));
+  return rows.map((r) => ({
+    id: r.id,
+    accountId: r.account_id,
+    amountNano: toNumber(r.amount_nano),
+    keyId: r.key_id ?? null,
+    keyWindow: toNumberOrNull(r.key_window ?? null),
+  }));
 }

@@ -66,6 +66,13 @@ export async function ledgerCheck(
       .where('ledger.kind', '=', 'charge')
       .where('usage.charged_nano', '>', 0)
       .execute();
+    // Keys whose window was charged beyond their limit (never, as the holds count against it).
+    const overLimit = await trx
+      .selectFrom('api_keys')
+      .select(['id', 'account_id', 'limit_nano', 'window_spent_nano'])
+      .where('limit_nano', 'is not', null)
+      .whereRef('window_spent_nano', '>', 'limit_nano')
+      .execute();
     // The spend counters against the charges of the requests started today and this month.
     const spentSince = await chargesSinceByAccount(trx, [dayStart, monthStart]);
 
@@ -126,6 +133,25 @@ export async function ledgerCheck(
           ...(reason === 'shortfall' && short ? { shortfall: short } : {}),
         });
       }
+    }
+    for (const key of overLimit) {
+      const account = accounts.find((a) => a.id === key.account_id);
+      if (!account) continue;
+      problems.push({
+        accountId: account.id,
+        email: account.email,
+        creditsNano: credits.get(account.id) ?? 0,
+        chargesNano: charges.get(account.id) ?? 0,
+        openHoldsNano: openHolds.get(account.id) ?? 0,
+        balanceNano: toNumber(account.balance_nano),
+        discrepancyNano: 0,
+        reason: 'key_over_limit',
+        key: {
+          keyId: key.id,
+          limitNano: toNumber(key.limit_nano ?? 0),
+          spentNano: toNumber(key.window_spent_nano ?? 0),
+        },
+      });
     }
     // An account with another problem and a shortfall beyond the allowance too: the check fails for both.
     const overAllowance = shortfalls.some((s) => beyondAllowance(s.shortfallNano, allowanceNano));

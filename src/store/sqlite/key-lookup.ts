@@ -1,7 +1,8 @@
 import type SQLite from 'better-sqlite3';
+import { type ControlColumns, controlsOf } from '../shared/key-controls-row.js';
 import type { KeyAuthRecord, KeyLookup } from '../types.js';
 
-type KeyRow = {
+type KeyRow = Partial<ControlColumns> & {
   key_id: string;
   key_name: string;
   account_id: string;
@@ -26,7 +27,7 @@ export class SqliteKeyLookup implements KeyLookup {
     if (this.db.inTransaction) return this.queued.findKeyByHash(keyHash);
     this.statement ??= this.db.prepare(
       `select k.id as key_id, k.name as key_name, k.account_id as account_id, k.revoked_at as revoked_at,
-              a.status as account_status
+              a.status as account_status, k.limit_nano, k.limit_reset, k.expires_at, k.allowed, k.rpm, k.tpm
          from api_keys k join accounts a on a.id = k.account_id
         where k.key_hash = ?`,
     );
@@ -38,6 +39,7 @@ export class SqliteKeyLookup implements KeyLookup {
       accountId: row.account_id,
       accountStatus: row.account_status,
       revoked: row.revoked_at !== null,
+      controls: controlsOf(row),
     };
   }
 }

@@ -1,5 +1,15 @@
 import type SQLite from 'better-sqlite3';
 import type { Kysely } from 'kysely';
+import {
+  chargeCap,
+  type KeyWindow,
+  type KeyWindowRow,
+  keyHold,
+  keyRelease,
+  keySettle,
+  keyWindowOf,
+  limitRefusal,
+} from '../key-window-rules.js';
 import { credit, hold, invalidCost, invalidCredit, invalidHold, release, settle } from '../ledger-rules.js';
 import { newId } from '../new-id.js';
 import { type RefusalCount, RefusalCounter } from '../refusal-counts.js';
@@ -120,9 +130,29 @@ export class SqliteLedger implements Ledger {
     const rows = this.accounts.of(input.accountId);
     const balance = rows.spendable(input.accountId);
     if (balance === undefined) return refusedHold(rows.state(input.accountId));
+    // The key's limit, when it has one, in the same transaction as the balance.
+    const key = input.keyId === undefined ? undefined : this.keyWindowOf(input.keyId);
+    let counted: KeyWindow | undefined;
+    if (key) {
+      const outcome = keyHold(key, input.createdAt, input.amountNano);
+      if (!outcome.ok) {
+        return {
+          ok: false,
+          reason: 'key_limit_exceeded',
+          balanceNano: balance,
+          key: limitRefusal(key, input.createdAt),
+        };
+      }
+      counted = outcome.next;
+    }
     const held = hold(balance, input.amountNano);
-    if (!held.ok) return refusedHold({ balanceNano: balance, status: 'active' });
+    if (!held.ok) {
+      const refused = refusedHold({ balanceNano: balance, status: 'active' });
+      if (key) refused.key = limitRefusal(key, input.createdAt);
+      return refused;
+    }
     rows.setBalance(input.accountId, held.next);
+    if (counted) this.writeKeyWindow(input.keyId as string, counted);
     this.stmt.insertHold.run(
       input.holdId,
       input.accountId,
@@ -131,8 +161,28 @@ export class SqliteLedger implements Ledger {
       input.owner,
       input.createdAt,
       input.expiresAt,
+      input.keyId ?? null,
+      counted ? counted.windowStart : null,
     );
-    return PLACED;
+    return counted ? { ok: true, keyWindow: counted.windowStart } : PLACED;
+  }
+
+  /** The key's limit and window figures; undefined when it has no limit. */
+  private keyWindowOf(keyId: string): KeyWindow | undefined {
+    const row = this.stmt.keyWindow.get(keyId) as KeyWindowRow | undefined;
+    return row && keyWindowOf(row);
+  }
+
+  private writeKeyWindow(keyId: string, key: KeyWindow): void {
+    this.stmt.setKeyWindow.run(key.windowStart, key.spentNano, key.heldNano, keyId);
+  }
+
+  /** The key's figures of the hold's window, when its limit counted the hold. */
+  private countedKey(keyId: string | null | undefined, keyWindow: number | null | undefined) {
+    if (keyId === undefined || keyId === null || keyWindow === undefined || keyWindow === null)
+      return undefined;
+    const key = this.keyWindowOf(keyId);
+    return key && { keyId, key, window: keyWindow };
   }
 
   private settleInTx(input: SettleInput): SettleResult {
@@ -141,10 +191,19 @@ export class SqliteLedger implements Ledger {
       : 0;
     const rows = this.accounts.of(input.accountId);
     const account = rows.figures(input.accountId);
-    const settled = settle(account.balanceNano, held, input.costNano);
+    // A key's limit bounds what the settle may charge beyond the hold; the rest is a shortfall.
+    const counted = this.countedKey(input.keyId, input.keyWindow);
+    const cost = counted
+      ? Math.min(input.costNano, chargeCap(counted.key, counted.window, held))
+      : input.costNano;
+    const settled = settle(account.balanceNano, held, cost);
+    settled.shortfall = input.costNano - settled.charged;
     account.balanceNano = settled.next;
     addSpend(account, settled.charged, input.usage.createdAt);
     rows.setFigures(input.accountId, account);
+    if (counted) {
+      this.writeKeyWindow(counted.keyId, keySettle(counted.key, counted.window, held, settled.charged));
+    }
     // The usage row is the charge's record (migration 0007).
     if (isPlainAnswer(input.usage, settled.shortfall)) {
       this.stmt.insertAnswered.run(...answeredUsageValues(input.usage, settled.charged));
@@ -172,6 +231,7 @@ export class SqliteLedger implements Ledger {
       ? input.holdAmountNano
       : 0;
     const balanceNano = this.giveBack(input.accountId, held);
+    this.giveBackToKey(input.keyId, input.keyWindow, held);
     if (input.usage) this.stmt.insertUsage.run(...usageValues(input.usage, 0, 0));
     return { balanceNano };
   }
@@ -190,7 +250,19 @@ export class SqliteLedger implements Ledger {
   private sweepInTx(open: OpenHold): boolean {
     if (!this.closeHold(open.id, open.accountId, open.amountNano)) return false;
     if (open.amountNano > 0) this.giveBack(open.accountId, open.amountNano);
+    this.giveBackToKey(open.keyId, open.keyWindow, open.amountNano);
     return true;
+  }
+
+  /** A closed hold of `held` leaves its key's window (when the key's limit counted it). */
+  private giveBackToKey(
+    keyId: string | null | undefined,
+    keyWindow: number | null | undefined,
+    held: number,
+  ): void {
+    if (held === 0) return;
+    const counted = this.countedKey(keyId, keyWindow);
+    if (counted) this.writeKeyWindow(counted.keyId, keyRelease(counted.key, counted.window, held));
   }
 
   /**

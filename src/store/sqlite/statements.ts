@@ -25,6 +25,8 @@ export class LedgerStatements {
   #finishIdempotent: SQLite.Statement | undefined;
   #insertCredit: SQLite.Statement | undefined;
   #countRefusal: SQLite.Statement | undefined;
+  #keyWindow: SQLite.Statement | undefined;
+  #setKeyWindow: SQLite.Statement | undefined;
 
   constructor(private readonly db: SQLite.Database) {}
 
@@ -90,10 +92,28 @@ export class LedgerStatements {
 
   get insertHold(): SQLite.Statement {
     this.#insertHold ??= this.db.prepare(
-      `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at)
-       values (?, ?, ?, ?, ?, ?, ?)`,
+      `insert into holds (id, account_id, request_id, amount_nano, owner, created_at, expires_at, key_id, key_window)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     return this.#insertHold;
+  }
+
+  /** A key's limit and window figures, as a `KeyWindowRow`; no row when the key has no limit. */
+  get keyWindow(): SQLite.Statement {
+    this.#keyWindow ??= this.db
+      .prepare(
+        `select limit_nano, limit_reset, window_start, window_spent_nano, window_held_nano
+           from api_keys where id = ? and limit_nano is not null`,
+      )
+      .raw();
+    return this.#keyWindow;
+  }
+
+  get setKeyWindow(): SQLite.Statement {
+    this.#setKeyWindow ??= this.db.prepare(
+      'update api_keys set window_start = ?, window_spent_nano = ?, window_held_nano = ? where id = ?',
+    );
+    return this.#setKeyWindow;
   }
 
   /** Closes a hold by id, account and the amount it was placed with: one statement, no read first. */
