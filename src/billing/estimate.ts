@@ -126,6 +126,22 @@ export function promptTokenBound(size: PromptSize, provider: ProviderConfig): nu
   return size.tokens + size.images * provider.imageTokens;
 }
 
+/**
+ * The settle prices a prompt in up to three parts (uncached, cache read, cache write; `billFor`), each
+ * rounded up to a whole nanodollar: the parts beyond the first can each add one.
+ */
+const PROMPT_PART_ROUNDING_NANO = 2;
+
+/**
+ * What a prompt of at most `tokens` may cost on `provider`, however the upstream splits it between its
+ * cache and the rest: every token at the dearest of the three prompt prices (a cache write can cost more
+ * than the input price), plus the rounding of the parts.
+ */
+export function promptCostBound(provider: ProviderConfig, tokens: number): number {
+  const price = Math.max(provider.inputPriceNano, provider.cacheReadPriceNano, provider.cacheWritePriceNano);
+  return tokenCost(tokens, price) + PROMPT_PART_ROUNDING_NANO;
+}
+
 export interface HoldPlanInput {
   prompt: PromptSize;
   /** The caller's explicit completion cap (per choice), if any. */
@@ -138,7 +154,7 @@ export interface HoldPlanInput {
 /** The upper-bound cost of one call to `provider` with completion cap `cap` per choice. */
 export function callCostBound(provider: ProviderConfig, input: HoldPlanInput, cap: number): number {
   return (
-    tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano) +
+    promptCostBound(provider, promptTokenBound(input.prompt, provider)) +
     tokenCost(cap * input.choices, provider.outputPriceNano)
   );
 }
@@ -159,7 +175,7 @@ export function capWithinHold(
   input: HoldPlanInput,
 ): number | undefined {
   const want = desiredCap(provider, input.requestedMaxTokens);
-  const inputCost = tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano);
+  const inputCost = promptCostBound(provider, promptTokenBound(input.prompt, provider));
   const affordable = Math.floor(maxTokensFor(holdNano - inputCost, provider.outputPriceNano) / input.choices);
   const cap = Math.min(want, affordable);
   const floor = input.requestedMaxTokens ?? Math.min(input.minCompletionTokens, want);
