@@ -1,5 +1,6 @@
 import { tokenCost } from '../money/money.js';
 import type { ProviderConfig } from '../providers/types.js';
+import { promptPriceBound } from './estimate.js';
 
 /**
  * What a call used, as the upstream reported it and as Tollgate counted it (docs/api.md, "Counted
@@ -57,7 +58,8 @@ interface Served {
  * - The prompt's cached parts are those the upstream reported with its prompt count (none when the prompt
  *   was counted here), the read part never above the prompt, the write part never above what is left.
  * - Cost: ceil(tokens × price / 10^6) per part — the prompt's uncached, cache-read and cache-write parts,
- *   each at its own price, summed into the input cost; the completion at the output price.
+ *   each at its own price, summed into the input cost (at most the whole prompt at its dearest price);
+ *   the completion at the output price.
  * - `withinHold` (a count stood in, the answer was cut, or the upstream reported a prompt beyond any
  *   plausible bound): the cost is lowered to at most the hold, taken off the output first, so such a call
  *   never costs more than was held. Otherwise a reported cost above the hold is charged as far as the
@@ -104,17 +106,21 @@ function cachedParts(usage: UsageCount, promptTokens: number): { read: number; w
   return { read, write };
 }
 
-/** The input cost: ceil(tokens × price / 10^6) for the uncached, cache-read and cache-write parts, summed. */
+/**
+ * The input cost: ceil(tokens × price / 10^6) for the uncached, cache-read and cache-write parts, summed —
+ * never above the whole prompt at the dearest prompt price (`promptPriceBound`, what the hold counts on),
+ * which the parts' rounding alone could pass by a nanodollar or two.
+ */
 function promptCost(
   provider: Served['provider'],
   promptTokens: number,
   cached: { read: number; write: number },
 ): number {
-  return (
+  const parts =
     tokenCost(promptTokens - cached.read - cached.write, provider.inputPriceNano) +
     tokenCost(cached.read, provider.cacheReadPriceNano) +
-    tokenCost(cached.write, provider.cacheWritePriceNano)
-  );
+    tokenCost(cached.write, provider.cacheWritePriceNano);
+  return Math.min(parts, tokenCost(promptTokens, promptPriceBound(provider)));
 }
 
 /** Lowers a cost to at most `limitNano`, taking it off the output first (the prompt was read whole). */

@@ -126,20 +126,20 @@ export function promptTokenBound(size: PromptSize, provider: ProviderConfig): nu
   return size.tokens + size.images * provider.imageTokens;
 }
 
-/**
- * The settle prices a prompt in up to three parts (uncached, cache read, cache write; `billFor`), each
- * rounded up to a whole nanodollar: the parts beyond the first can each add one.
- */
-const PROMPT_PART_ROUNDING_NANO = 2;
+/** The dearest of a provider's prompt prices: input, cache read, cache write. */
+export function promptPriceBound(
+  provider: Pick<ProviderConfig, 'inputPriceNano' | 'cacheReadPriceNano' | 'cacheWritePriceNano'>,
+): number {
+  return Math.max(provider.inputPriceNano, provider.cacheReadPriceNano, provider.cacheWritePriceNano);
+}
 
 /**
  * What a prompt of at most `tokens` may cost on `provider`, however the upstream splits it between its
- * cache and the rest: every token at the dearest of the three prompt prices (a cache write can cost more
- * than the input price), plus the rounding of the parts.
+ * cache and the rest: every token at the dearest prompt price (a cache write can cost more than the input
+ * price). `billFor` never charges a prompt more than this.
  */
 export function promptCostBound(provider: ProviderConfig, tokens: number): number {
-  const price = Math.max(provider.inputPriceNano, provider.cacheReadPriceNano, provider.cacheWritePriceNano);
-  return tokenCost(tokens, price) + PROMPT_PART_ROUNDING_NANO;
+  return tokenCost(tokens, promptPriceBound(provider));
 }
 
 export interface HoldPlanInput {

@@ -36,13 +36,17 @@ type Prices = Pick<
   'inputPriceNano' | 'outputPriceNano' | 'cacheReadPriceNano' | 'cacheWritePriceNano'
 >;
 
-/** The input cost of a prompt split in parts: ceil(tokens × price / 10^6) per part, summed. */
+/**
+ * The input cost of a prompt split in parts: ceil(tokens × price / 10^6) per part, summed, at most the
+ * whole prompt at the dearest of the three prices.
+ */
 function partsCost(p: Prices, prompt: number, read: number, write: number): number {
-  return (
+  const parts =
     tokenCost(prompt - read - write, p.inputPriceNano) +
     tokenCost(read, p.cacheReadPriceNano) +
-    tokenCost(write, p.cacheWritePriceNano)
-  );
+    tokenCost(write, p.cacheWritePriceNano);
+  const dearest = Math.max(p.inputPriceNano, p.cacheReadPriceNano, p.cacheWritePriceNano);
+  return Math.min(parts, tokenCost(prompt, dearest));
 }
 const holdNano = fc.integer({ min: 0, max: 10_000_000_000_000 });
 
@@ -181,5 +185,17 @@ describe('billFor: what a call is charged', () => {
     expect(bill.inputCostNano).toBe(3_000_000 + 600_000 + 11_250_000);
     expect(bill.outputCostNano).toBe(105_000);
     expect(bill).toMatchObject({ promptTokens: 6_000, cacheReadTokens: 2_000, cacheWriteTokens: 3_000 });
+  });
+
+  it('never charges a prompt more than the whole of it at its dearest price, whatever the rounding of its parts', () => {
+    const tiny = { inputPriceNano: 1, outputPriceNano: 1, cacheReadPriceNano: 1, cacheWritePriceNano: 1 };
+    const bill = billFor(
+      { provider: tiny, cap: 1, promptBound: 3 },
+      1,
+      { reportedPrompt: 3, reportedCompletion: 0, reportedCacheRead: 1, reportedCacheWrite: 1 },
+      { holdNano: 1, withinHold: false },
+    );
+    // Three parts of one token each round up to 1 n$ apiece; the whole prompt costs ceil(3 / 10^6) = 1.
+    expect(bill.inputCostNano).toBe(1);
   });
 });
