@@ -39,7 +39,8 @@ export interface ChatCompletionBody {
     prompt_tokens: number;
     completion_tokens: number;
     total_tokens: number;
-    prompt_tokens_details?: { cached_tokens: number };
+    /** The parts of `prompt_tokens` read from and written to the upstream's cache, as far as it said. */
+    prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number };
     completion_tokens_details?: { reasoning_tokens: number };
     cost: number;
   };
@@ -86,8 +87,12 @@ export function billOf(c: ChatCompletion): Pick<ChatCompletionBody, 'usage' | 'm
     total_tokens: c.promptTokens + c.completionTokens,
     cost: nanoToUsd(c.inputCostNano + c.outputCostNano),
   };
-  if (c.cachedPromptTokens !== undefined)
-    usage.prompt_tokens_details = { cached_tokens: c.cachedPromptTokens };
+  if (c.cachedPromptTokens !== undefined || c.cacheWritePromptTokens !== undefined) {
+    usage.prompt_tokens_details = {
+      ...(c.cachedPromptTokens === undefined ? {} : { cached_tokens: c.cachedPromptTokens }),
+      ...(c.cacheWritePromptTokens === undefined ? {} : { cache_write_tokens: c.cacheWritePromptTokens }),
+    };
+  }
   if (c.reasoningTokens !== undefined) {
     usage.completion_tokens_details = { reasoning_tokens: c.reasoningTokens };
   }

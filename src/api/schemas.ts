@@ -326,7 +326,12 @@ export const chatCompletionSchema: Schema = {
         total_tokens: { type: 'integer', minimum: 0 },
         prompt_tokens_details: {
           type: 'object',
-          properties: { cached_tokens: { type: 'integer', minimum: 0 } },
+          description:
+            'The parts of prompt_tokens the upstream read from its cache (cached_tokens) and wrote to it (cache_write_tokens), each billed at its own price.',
+          properties: {
+            cached_tokens: { type: 'integer', minimum: 0 },
+            cache_write_tokens: { type: 'integer', minimum: 0 },
+          },
         },
         completion_tokens_details: {
           type: 'object',

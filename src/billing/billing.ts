@@ -10,6 +10,7 @@ import {
   capWithinHold,
   fullHoldFor,
   type HoldPlanInput,
+  promptCostBound,
   promptSize,
   promptTokenBound,
 } from './estimate.js';
@@ -319,7 +320,7 @@ function explicitCapError(
   neededNano: number,
   balanceNano: number,
 ): GatewayError {
-  const inputCost = tokenCost(promptTokenBound(plan.prompt, provider), provider.inputPriceNano);
+  const inputCost = promptCostBound(provider, promptTokenBound(plan.prompt, provider));
   const largest = Math.min(
     maxTokens,
     Math.floor(maxTokensFor(balanceNano - inputCost, provider.outputPriceNano) / plan.choices),

@@ -132,6 +132,22 @@ export function promptTokenBound(size: PromptSize, provider: ProviderConfig): nu
   return size.tokens + size.images * provider.imageTokens;
 }
 
+/** The dearest of a provider's prompt prices: input, cache read, cache write. */
+export function promptPriceBound(
+  provider: Pick<ProviderConfig, 'inputPriceNano' | 'cacheReadPriceNano' | 'cacheWritePriceNano'>,
+): number {
+  return Math.max(provider.inputPriceNano, provider.cacheReadPriceNano, provider.cacheWritePriceNano);
+}
+
+/**
+ * What a prompt of at most `tokens` may cost on `provider`, however the upstream splits it between its
+ * cache and the rest: every token at the dearest prompt price (a cache write can cost more than the input
+ * price). `billFor` never charges a prompt more than this.
+ */
+export function promptCostBound(provider: ProviderConfig, tokens: number): number {
+  return tokenCost(tokens, promptPriceBound(provider));
+}
+
 export interface HoldPlanInput {
   prompt: PromptSize;
   /** The caller's explicit completion cap (per choice), if any. */
@@ -146,7 +162,7 @@ export interface HoldPlanInput {
 /** The upper-bound cost of one call to `provider` with completion cap `cap` per choice. */
 export function callCostBound(provider: ProviderConfig, input: HoldPlanInput, cap: number): number {
   return (
-    tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano) +
+    promptCostBound(provider, promptTokenBound(input.prompt, provider)) +
     tokenCost(cap * input.choices, provider.outputPriceNano)
   );
 }
@@ -168,7 +184,7 @@ export function capWithinHold(
   input: HoldPlanInput,
 ): number | undefined {
   const want = desiredCap(provider, input.requestedMaxTokens);
-  const inputCost = tokenCost(promptTokenBound(input.prompt, provider), provider.inputPriceNano);
+  const inputCost = promptCostBound(provider, promptTokenBound(input.prompt, provider));
   const affordable = Math.floor(maxTokensFor(holdNano - inputCost, provider.outputPriceNano) / input.choices);
   const cap = Math.min(want, affordable);
   const floor =

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { parseUsdToNano } from '../money/money.js';
+import { NANO_PER_USD, parseUsdToNano } from '../money/money.js';
 import { CATALOG, envNameOf } from '../providers/catalog.js';
 import {
   isProviderName,
@@ -51,6 +51,8 @@ function readConfigFile(path: string, problems: string[]): { values: Source; key
     model: 'MODEL',
     inputPrice: 'INPUT_PRICE',
     outputPrice: 'OUTPUT_PRICE',
+    cacheReadPrice: 'CACHE_READ_PRICE',
+    cacheWritePrice: 'CACHE_WRITE_PRICE',
     enabled: 'ENABLED',
     timeoutMs: 'TIMEOUT_MS',
     maxTokens: 'MAX_TOKENS',
@@ -145,6 +147,18 @@ class Reader {
       return 0;
     }
     return nano;
+  }
+
+  /**
+   * A cache price: the variable when set, else `ratio` (the catalog's published multiple, a decimal) of
+   * the input price, rounded up to a whole nanodollar; no ratio: the input price.
+   */
+  cachePrice(name: string, inputPriceNano: number, ratio: string | undefined): number {
+    if (this.raw(name) !== undefined) return this.price(name, '0');
+    const scaled = ratio === undefined ? undefined : parseUsdToNano(ratio);
+    if (scaled === undefined) return inputPriceNano;
+    const nanoPerUnit = BigInt(NANO_PER_USD);
+    return Number((BigInt(inputPriceNano) * BigInt(scaled) + nanoPerUnit - 1n) / nanoPerUnit);
   }
 
   url(name: string, fallback: string): string {
@@ -246,14 +260,17 @@ function readProviders(r: Reader, auto: readonly ProviderName[]): Record<Provide
   const providers = {} as Record<ProviderName, ProviderConfig>;
   for (const entry of CATALOG) {
     const p = `PROV_${envNameOf(entry.name)}_`;
+    const inputPriceNano = r.price(`${p}INPUT_PRICE`, entry.inputPriceUsd);
     providers[entry.name] = Object.freeze({
       name: entry.name,
       wireFormat: entry.wireFormat,
       baseUrl: r.url(`${p}BASE_URL`, entry.baseUrl),
       apiKey: r.raw(`${p}API_KEY`),
       model: r.string(`${p}MODEL`, entry.model),
-      inputPriceNano: r.price(`${p}INPUT_PRICE`, entry.inputPriceUsd),
+      inputPriceNano,
       outputPriceNano: r.price(`${p}OUTPUT_PRICE`, entry.outputPriceUsd),
+      cacheReadPriceNano: r.cachePrice(`${p}CACHE_READ_PRICE`, inputPriceNano, entry.cacheReadRatio),
+      cacheWritePriceNano: r.cachePrice(`${p}CACHE_WRITE_PRICE`, inputPriceNano, entry.cacheWriteRatio),
       defaultMaxTokens: r.int(`${p}MAX_TOKENS`, entry.defaultMaxTokens, 1, 1_000_000),
       enabled: r.bool(`${p}ENABLED`, true),
       timeoutMs: r.int(`${p}TIMEOUT_MS`, 60_000, 100, 3_600_000),

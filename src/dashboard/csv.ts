@@ -19,6 +19,9 @@ export const USAGE_CSV_HEADER = [
   'http_status',
   // Last, so the columns before keep their places: 1, or a refusal count (docs/dashboard.md).
   'requests',
+  // The parts of prompt_tokens read from and written to the upstream's cache (docs/api.md "Billing").
+  'cache_read_tokens',
+  'cache_write_tokens',
 ];
 
 /**
@@ -55,5 +58,7 @@ export function usageCsvLine(u: UsageRow): string {
     u.errorCode,
     u.httpStatus,
     u.requests,
+    u.cacheReadTokens,
+    u.cacheWriteTokens,
   ]);
 }

@@ -56,6 +56,8 @@ export function usageView(u: UsageRow) {
     provider: u.provider,
     model: u.model,
     prompt_tokens: u.promptTokens,
+    cache_read_tokens: u.cacheReadTokens,
+    cache_write_tokens: u.cacheWriteTokens,
     completion_tokens: u.completionTokens,
     total_tokens: u.promptTokens + u.completionTokens,
     usage_estimated: u.usageEstimated,

@@ -51,6 +51,8 @@ export async function settleCall(
     {
       reportedPrompt: usage.promptTokens,
       reportedCompletion: usage.completionTokens,
+      reportedCacheRead: usage.cachedPromptTokens,
+      reportedCacheWrite: usage.cacheWritePromptTokens,
       ...(usage.promptTokens === undefined
         ? { countedPrompt: await count(counter, promptToCount(req, provider.imageTokens), owner) }
         : {}),
@@ -77,7 +79,9 @@ export async function settleCall(
     choices: result.choices,
     promptTokens: bill.promptTokens,
     completionTokens: bill.completionTokens,
-    cachedPromptTokens: usage.cachedPromptTokens,
+    // The cached parts as billed, named where the upstream's format names them.
+    cachedPromptTokens: usage.cachedPromptTokens === undefined ? undefined : bill.cacheReadTokens,
+    cacheWritePromptTokens: usage.cacheWritePromptTokens === undefined ? undefined : bill.cacheWriteTokens,
     reasoningTokens: usage.reasoningTokens,
     usageEstimated: bill.estimated,
     droppedParams: served.dropped,
@@ -103,6 +107,8 @@ export async function settleCall(
       createdAt: ctx.startedAt,
       provider: provider.name,
       model,
+      cacheReadTokens: bill.cacheReadTokens,
+      cacheWriteTokens: bill.cacheWriteTokens,
       status: cut?.status ?? 'ok',
       errorCode: cut?.errorCode ?? null,
       httpStatus: cut?.httpStatus ?? 200,

@@ -44,8 +44,10 @@ export interface ChatCompletion {
   choices: ChoiceResult[];
   promptTokens: number;
   completionTokens: number;
-  /** Prompt tokens the upstream served from its cache, when it said. */
+  /** Prompt tokens the upstream served from its cache (part of `promptTokens`), when it said. */
   cachedPromptTokens: number | undefined;
+  /** Prompt tokens the upstream wrote to its cache (part of `promptTokens`), when it said. */
+  cacheWritePromptTokens?: number | undefined;
   /** Reasoning tokens (billed as output, part of `completionTokens`), when the upstream said. */
   reasoningTokens: number | undefined;
   usageEstimated: boolean;

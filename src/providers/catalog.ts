@@ -14,6 +14,13 @@ export interface CatalogEntry {
   model: string;
   inputPriceUsd: string;
   outputPriceUsd: string;
+  /**
+   * The provider's published price of a prompt token read from its cache, as a multiple of the input price
+   * (a decimal string); absent: the input price (no known discount). docs/providers.md lists the sources.
+   */
+  cacheReadRatio?: string;
+  /** The same for a prompt token written to its cache; absent: the input price (no write charge). */
+  cacheWriteRatio?: string;
   /** Completion cap sent upstream when the caller gives no `max_tokens`. */
   defaultMaxTokens: number;
   /** In the default auto rotation list (`AUTO_PROVIDERS` replaces the list). */
@@ -30,6 +37,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'deepseek-chat',
     inputPriceUsd: '0.28',
     outputPriceUsd: '0.42',
+    // DeepSeek: a cache hit costs a tenth of a miss ($0.028 against $0.28).
+    cacheReadRatio: '0.1',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
     imageTokens: 2_500,
@@ -41,6 +50,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'qwen-plus',
     inputPriceUsd: '0.4',
     outputPriceUsd: '1.2',
+    // Alibaba Model Studio, implicit cache: a hit costs 20% of the input price.
+    cacheReadRatio: '0.2',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
     imageTokens: 16_384,
@@ -52,6 +63,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'kimi-k2-0905-preview',
     inputPriceUsd: '0.6',
     outputPriceUsd: '2.5',
+    // Moonshot: a cache hit costs a quarter of a miss ($0.15 against $0.60).
+    cacheReadRatio: '0.25',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
     imageTokens: 2_500,
@@ -63,6 +76,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'openai/gpt-oss-120b',
     inputPriceUsd: '0.15',
     outputPriceUsd: '0.75',
+    // Groq's prompt caching: cached tokens at half the input price.
+    cacheReadRatio: '0.5',
     defaultMaxTokens: 4096,
     inAutoRotation: true,
     imageTokens: 2_500,
@@ -74,6 +89,8 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'gemini-2.5-flash',
     inputPriceUsd: '0.3',
     outputPriceUsd: '2.5',
+    // Gemini 2.5 implicit caching: cached tokens at a tenth of the input price.
+    cacheReadRatio: '0.1',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
     imageTokens: 4_128,
@@ -107,6 +124,9 @@ export const CATALOG: readonly CatalogEntry[] = Object.freeze([
     model: 'claude-sonnet-4-5',
     inputPriceUsd: '3',
     outputPriceUsd: '15',
+    // Anthropic: a cache read costs 0.1× the input price, a (5-minute) cache write 1.25×.
+    cacheReadRatio: '0.1',
+    cacheWriteRatio: '1.25',
     defaultMaxTokens: 4096,
     inAutoRotation: false,
     imageTokens: 1_600,

@@ -203,6 +203,8 @@ export interface UpstreamUsage {
   completionTokens: number | undefined;
   /** Prompt tokens read from the upstream's cache (part of `promptTokens`). */
   cachedPromptTokens?: number | undefined;
+  /** Prompt tokens written to the upstream's cache (part of `promptTokens`; Anthropic's cache creation). */
+  cacheWritePromptTokens?: number | undefined;
   /** Reasoning (thinking) tokens (part of `completionTokens`: billed as output). */
   reasoningTokens?: number | undefined;
 }
@@ -275,6 +277,10 @@ export interface ProviderConfig {
   inputPriceNano: number;
   /** Nanodollars per 1,000,000 output tokens. */
   outputPriceNano: number;
+  /** Nanodollars per 1,000,000 prompt tokens read from the upstream's cache. */
+  cacheReadPriceNano: number;
+  /** Nanodollars per 1,000,000 prompt tokens written to the upstream's cache. */
+  cacheWritePriceNano: number;
   /** Completion cap used when the caller does not send `max_tokens`. */
   defaultMaxTokens: number;
   enabled: boolean;

@@ -95,11 +95,25 @@ export function parseFault(value: unknown): SimFault | null | string {
       };
     }
     case 'usage': {
-      const { promptTokens, completionTokens } = value;
+      const { promptTokens, completionTokens, cacheReadTokens, cacheWriteTokens, deepseek } = value;
       if (!isNonNegativeInt(promptTokens) || !isNonNegativeInt(completionTokens)) {
         return 'fault.promptTokens and fault.completionTokens must be non-negative integers';
       }
-      return { kind: 'usage', promptTokens, completionTokens, ...t };
+      const read = cacheReadTokens ?? 0;
+      const write = cacheWriteTokens ?? 0;
+      if (!isNonNegativeInt(read) || !isNonNegativeInt(write) || read + write > promptTokens) {
+        return 'fault.cacheReadTokens and fault.cacheWriteTokens must be non-negative integers within promptTokens';
+      }
+      if (deepseek !== undefined && typeof deepseek !== 'boolean') return 'fault.deepseek must be a boolean';
+      return {
+        kind: 'usage',
+        promptTokens,
+        completionTokens,
+        ...(read > 0 ? { cacheReadTokens: read } : {}),
+        ...(write > 0 ? { cacheWriteTokens: write } : {}),
+        ...(deepseek === true ? { deepseek } : {}),
+        ...t,
+      };
     }
     case 'slow': {
       if (!isNonNegativeInt(value.delayMs)) return 'fault.delayMs must be a non-negative integer';

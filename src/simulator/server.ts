@@ -122,6 +122,9 @@ export function createSimServer(core: SimCore): SimServer {
         promptTokens: fault.promptTokens,
         completionTokens: fault.completionTokens,
         reasoningTokens: 0,
+        ...(fault.cacheReadTokens === undefined ? {} : { cacheReadTokens: fault.cacheReadTokens }),
+        ...(fault.cacheWriteTokens === undefined ? {} : { cacheWriteTokens: fault.cacheWriteTokens }),
+        ...(fault.deepseek === undefined ? {} : { deepseek: fault.deepseek }),
       };
     } else if (fault?.kind === 'no_usage') {
       usage = null;

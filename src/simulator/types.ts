@@ -20,8 +20,21 @@ export type SimFault =
   | { kind: 'no_choices'; times?: number }
   /** A normal answer without any usage field. */
   | { kind: 'no_usage'; times?: number }
-  /** A normal answer that reports these usage numbers. */
-  | { kind: 'usage'; promptTokens: number; completionTokens: number; times?: number }
+  /**
+   * A normal answer that reports these usage numbers. `cacheReadTokens` and `cacheWriteTokens` are parts
+   * of `promptTokens`, each format reporting them its own way (a format without cache writes leaves them
+   * out); `deepseek`: the OpenAI format reports the cache as DeepSeek does (`prompt_cache_hit_tokens` and
+   * `prompt_cache_miss_tokens`, no `prompt_tokens_details`).
+   */
+  | {
+      kind: 'usage';
+      promptTokens: number;
+      completionTokens: number;
+      cacheReadTokens?: number;
+      cacheWriteTokens?: number;
+      deepseek?: boolean;
+      times?: number;
+    }
   /** A normal answer after `delayMs`. */
   | { kind: 'slow'; delayMs: number; times?: number }
   /**

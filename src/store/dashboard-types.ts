@@ -76,7 +76,12 @@ export interface UsageRow {
   keyHint: string | null;
   provider: string | null;
   model: string | null;
+  /** The whole prompt, its cached parts included. */
   promptTokens: number;
+  /** The part of `promptTokens` read from the upstream's cache. */
+  cacheReadTokens: number;
+  /** The part of `promptTokens` written to the upstream's cache. */
+  cacheWriteTokens: number;
   completionTokens: number;
   usageEstimated: boolean;
   /** What was charged: input + output cost − shortfall. */

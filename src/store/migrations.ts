@@ -367,6 +367,19 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('holds').addColumn('key_window', 'bigint').execute();
     },
   },
+  '0013_cache_tokens': {
+    // The cached parts of a call's prompt (docs/api.md "Billing"): the tokens the upstream read from its
+    // cache and wrote to it, each part of `prompt_tokens` and priced apart. Rows written before are 0 in
+    // both (their prompts were billed whole at the input price). A constant default rewrites no row.
+    async up(db: Kysely<unknown>) {
+      for (const column of ['cache_read_tokens', 'cache_write_tokens']) {
+        await db.schema
+          .alterTable('usage')
+          .addColumn(column, 'bigint', (c) => c.notNull().defaultTo(0))
+          .execute();
+      }
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */

@@ -124,6 +124,10 @@ export interface UsageTable {
    * written before migration 0007, whose charges are ledger rows of kind `charge`.
    */
   charged_nano: BigIntColumn | null;
+  /** The part of `prompt_tokens` read from the upstream's cache (migration 0013; 0 before). */
+  cache_read_tokens: BigIntColumn;
+  /** The part of `prompt_tokens` written to the upstream's cache (migration 0013; 0 before). */
+  cache_write_tokens: BigIntColumn;
 }
 
 /**

@@ -84,7 +84,12 @@ export interface UsageRecord {
   /** Provider that served (or last tried); null when none was tried. */
   provider: string | null;
   model: string | null;
+  /** The whole prompt, its cached parts included. */
   promptTokens: number;
+  /** The part of `promptTokens` read from the upstream's cache (billed at its cache-read price); 0 if unset. */
+  cacheReadTokens?: number;
+  /** The part of `promptTokens` written to the upstream's cache (at its cache-write price); 0 if unset. */
+  cacheWriteTokens?: number;
   completionTokens: number;
   /** True when usage was counted locally because the upstream reported none. */
   usageEstimated: boolean;

@@ -29,6 +29,8 @@ export const USAGE_COLUMN_TYPES = {
   client_gone: 'integer',
   created_at: 'bigint',
   charged_nano: 'bigint',
+  cache_read_tokens: 'bigint',
+  cache_write_tokens: 'bigint',
 } as const;
 
 export const USAGE_COLUMNS = Object.keys(USAGE_COLUMN_TYPES) as (keyof typeof USAGE_COLUMN_TYPES)[];
@@ -61,6 +63,8 @@ export function usageValues(
     u.clientGone ? 1 : 0,
     u.createdAt,
     chargedNano,
+    u.cacheReadTokens ?? 0,
+    u.cacheWriteTokens ?? 0,
   ];
 }
 
@@ -80,6 +84,8 @@ export function toUsage(row: UsageTable): UsageRecord {
     provider: row.provider,
     model: row.model,
     promptTokens: toNumber(row.prompt_tokens),
+    cacheReadTokens: toNumber(row.cache_read_tokens),
+    cacheWriteTokens: toNumber(row.cache_write_tokens),
     completionTokens: toNumber(row.completion_tokens),
     usageEstimated: row.usage_estimated === 1,
     inputCostNano: toNumber(row.input_cost_nano),
@@ -144,5 +150,7 @@ export function answeredUsageValues(u: UsageRecord, chargedNano: number): (strin
     u.durationMs,
     u.createdAt,
     chargedNano,
+    u.cacheReadTokens ?? 0,
+    u.cacheWriteTokens ?? 0,
   ];
 }

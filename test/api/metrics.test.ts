@@ -116,17 +116,18 @@ describe('GET /metrics after a known mix of traffic', () => {
     );
     await chat({ ...hello, provider: 'prov-claude' }, 200, undefined);
     // A shortfall: the upstream reports more usage than the hold covered and the balance cannot pay all
-    // of it. The response, and so the counters, carry what was deducted ($0.000315), not the full cost
-    // (26 × $3/M + 16 × $15/M = $0.000318).
-    const short = await h.newAccount('0.000315');
-    h.sim.setFault('claude', { kind: 'usage', promptTokens: 26, completionTokens: 16, times: 1 });
+    // of it. The hold prices the prompt's 25-token bound at Claude's dearest prompt price, the cache
+    // write's $3.75/M, and 16 completion tokens at $15/M: $0.00033375. The response, and so the counters,
+    // carry what was deducted ($0.00033375), not the full cost (40 × $3/M + 16 × $15/M = $0.00036).
+    const short = await h.newAccount('0.00033375');
+    h.sim.setFault('claude', { kind: 'usage', promptTokens: 40, completionTokens: 16, times: 1 });
     const shortfall = await chat(
       { provider: 'prov-claude', messages: [{ role: 'user', content: 'a' }] },
       200,
       undefined,
       short.key,
     );
-    expect(Math.round((shortfall.body.meta as { cost: { total: number } }).cost.total * 1e9)).toBe(315_000);
+    expect(Math.round((shortfall.body.meta as { cost: { total: number } }).cost.total * 1e9)).toBe(333_750);
     await chat({ ...hello, model: h.config.providers['prov-gemini'].model }, 200, undefined);
     const first = await chat({ ...hello, model: 'auto' }, 200, undefined);
     await chat({ ...hello, model: 'auto', max_tokens: 5 }, 200, undefined);

@@ -72,10 +72,11 @@ describe('refused requests in the dashboard', () => {
 
   it('the CSV export has them, with how many requests each line is', async () => {
     const lines = (await c.get('/usage/export.csv')).text.trimEnd().split('\r\n');
-    expect(lines[0]?.endsWith(',http_status,requests')).toBe(true);
+    // `requests` follows http_status; the cached prompt parts come after it (0 for these calls).
+    expect(lines[0]?.endsWith(',http_status,requests,cache_read_tokens,cache_write_tokens')).toBe(true);
     const refused = lines.filter((l) => l.includes(',insufficient_balance,402,'));
-    expect(refused.reduce((n, l) => n + Number(l.split(',').at(-1)), 0)).toBe(REFUSED);
-    expect(lines.filter((l) => l.endsWith(',200,1'))).toHaveLength(2);
+    expect(refused.reduce((n, l) => n + Number(l.split(',').at(-3)), 0)).toBe(REFUSED);
+    expect(lines.filter((l) => l.endsWith(',200,1,0,0'))).toHaveLength(2);
   });
 });
 

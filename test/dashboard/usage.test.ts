@@ -157,7 +157,7 @@ describe('usage in the dashboard', () => {
     );
     const lines = res.text.trimEnd().split('\r\n');
     expect(lines[0]).toBe(
-      'time,request_id,key_id,key_name,provider,model,prompt_tokens,completion_tokens,total_tokens,usage_estimated,cost_usd,duration_ms,status,error_code,http_status,requests',
+      'time,request_id,key_id,key_name,provider,model,prompt_tokens,completion_tokens,total_tokens,usage_estimated,cost_usd,duration_ms,status,error_code,http_status,requests,cache_read_tokens,cache_write_tokens',
     );
     expect(lines).toHaveLength(4);
     for (const line of lines.slice(1)) {

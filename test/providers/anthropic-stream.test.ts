@@ -65,7 +65,12 @@ describe('anthropic stream: text, thinking and usage', () => {
     expect(choice.finish).toBe('stop');
     expect(stream.usage()).toEqual(unstreamed.usage);
     // Prompt tokens: input + cache writes + cache reads.
-    expect(stream.usage()).toEqual({ promptTokens: 3195, completionTokens: 503, cachedPromptTokens: 1000 });
+    expect(stream.usage()).toEqual({
+      promptTokens: 3195,
+      completionTokens: 503,
+      cachedPromptTokens: 1000,
+      cacheWritePromptTokens: 100,
+    });
     expect(stream.model()).toBe('claude-sonnet-4-5-20250929');
     expect(stream.done()).toBe(true);
   });
@@ -98,7 +103,12 @@ describe('anthropic stream: text, thinking and usage', () => {
     const events = fixtureEvents('anthropic-stream-text.txt');
     const stream = parser();
     feed(stream, events.slice(0, 1));
-    expect(stream.usage()).toEqual({ promptTokens: 3195, completionTokens: 1, cachedPromptTokens: 1000 });
+    expect(stream.usage()).toEqual({
+      promptTokens: 3195,
+      completionTokens: 1,
+      cachedPromptTokens: 1000,
+      cacheWritePromptTokens: 100,
+    });
     feed(stream, events.slice(1, -1));
     expect(stream.done()).toBe(false);
     expect(stream.usage().completionTokens).toBe(503);
@@ -234,7 +244,12 @@ describe('anthropic stream: tool calls and JSON mode', () => {
     );
     expect(JSON.parse(unstreamed.choices[0]?.text ?? '')).toEqual(JSON.parse(choice.text));
     expect(unstreamed.choices[0]?.finishReason).toBe(choice.finish);
-    expect(stream.usage()).toEqual({ promptTokens: 849, completionTokens: 47, cachedPromptTokens: 0 });
+    expect(stream.usage()).toEqual({
+      promptTokens: 849,
+      completionTokens: 47,
+      cachedPromptTokens: 0,
+      cacheWritePromptTokens: 0,
+    });
     // Without JSON mode the same stream is a call of a tool named json_object.
     const plain = play('anthropic-stream-json-object.txt').choice;
     expect(plain.toolCalls).toMatchObject([{ id: 'toolu_01KFbKqPYSuAKujiL6mTfzYA', name: 'json_object' }]);

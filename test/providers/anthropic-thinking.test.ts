@@ -105,7 +105,7 @@ describe('anthropic adapter: thinking answers', () => {
     );
     expect(result).toEqual({
       choices: [{ text: 'Based on my analysis...', toolCalls: [], finishReason: 'stop' }],
-      usage: { promptTokens: 58, completionTokens: 2113, cachedPromptTokens: 0 },
+      usage: { promptTokens: 58, completionTokens: 2113, cachedPromptTokens: 0, cacheWritePromptTokens: 0 },
       model: 'claude-sonnet-4-5-20250929',
       // The thinking text, and the signature and redacted data by their size (what a count bills).
       reasoning: { texts: ['Let me analyze this step by step...'], opaqueChars: 237 },

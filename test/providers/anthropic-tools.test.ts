@@ -118,7 +118,12 @@ describe('anthropic adapter: tool calls in answers', () => {
           finishReason: 'tool_calls',
         },
       ],
-      usage: { promptTokens: 472 + 0 + 384, completionTokens: 89, cachedPromptTokens: 384 },
+      usage: {
+        promptTokens: 472 + 0 + 384,
+        completionTokens: 89,
+        cachedPromptTokens: 384,
+        cacheWritePromptTokens: 0,
+      },
       model: 'claude-sonnet-4-5-20250929',
     });
   });

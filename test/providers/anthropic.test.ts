@@ -139,10 +139,15 @@ describe('anthropic adapter: request', () => {
 });
 
 describe('anthropic adapter: recorded answers', () => {
-  it('concatenates the text blocks, skips thinking, and bills cache tokens as input', () => {
+  it('concatenates the text blocks, skips thinking, and counts cache reads and writes in the prompt, apart', () => {
     expect(parse(httpResponse(200, fixture('anthropic-message.json')))).toEqual({
       choices: [{ text: 'Hi! My name is Claude. How can I help?', toolCalls: [], finishReason: 'stop' }],
-      usage: { promptTokens: 2095 + 100 + 1000, completionTokens: 503, cachedPromptTokens: 1000 },
+      usage: {
+        promptTokens: 2095 + 100 + 1000,
+        completionTokens: 503,
+        cachedPromptTokens: 1000,
+        cacheWritePromptTokens: 100,
+      },
       model: 'claude-sonnet-4-5-20250929',
       reasoning: { texts: ['The user greets me; answer briefly.'], opaqueChars: 53 },
     });

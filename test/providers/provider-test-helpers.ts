@@ -26,6 +26,8 @@ export function providerConfig(
     model,
     inputPriceNano: 1_000_000_000,
     outputPriceNano: 2_000_000_000,
+    cacheReadPriceNano: 100_000_000,
+    cacheWritePriceNano: 1_250_000_000,
     defaultMaxTokens: 4096,
     enabled: true,
     timeoutMs: 30_000,

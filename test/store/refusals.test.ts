@@ -6,7 +6,7 @@ import type { UsageRow } from '../../src/store/dashboard-types.js';
 import { openStore } from '../../src/store/index.js';
 import type { RefusalRecord, Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
-import { fundedAccount, usageRow } from './store-fixtures.js';
+import { fundedAccount, recordOlderUsage, usageRow } from './store-fixtures.js';
 
 let dir: string;
 let db: TestDatabase;
@@ -192,12 +192,13 @@ describe(`refused requests (${TEST_DIALECT}): counted per account, key, minute a
           errorCode: 'insufficient_balance',
           httpStatus: 402,
         });
-      for (let i = 0; i < 5; i++) await older.recordUsage(refused(`x${i}`, T0 + i * 1_000));
-      await older.recordUsage(refused('y0', T0 + MINUTE + 1));
-      await older.recordUsage(refused('z0', T0 + 2, 'key_b'));
+      for (let i = 0; i < 5; i++) await recordOlderUsage(olderDb, refused(`x${i}`, T0 + i * 1_000));
+      await recordOlderUsage(olderDb, refused('y0', T0 + MINUTE + 1));
+      await recordOlderUsage(olderDb, refused('z0', T0 + 2, 'key_b'));
       // Not refusals: a served request, and an upstream failure after a hold.
-      await older.recordUsage(usageRow(a, 'ok1', { createdAt: T0 + 3 }));
-      await older.recordUsage(
+      await recordOlderUsage(olderDb, usageRow(a, 'ok1', { createdAt: T0 + 3 }));
+      await recordOlderUsage(
+        olderDb,
         usageRow(a, 'fail1', {
           createdAt: T0 + 4,
           status: 'error',

@@ -10,7 +10,7 @@ import { openPostgresStore, type PostgresStore } from '../../src/store/postgres/
 import type { SqliteStore } from '../../src/store/sqlite/store.js';
 import type { Store } from '../../src/store/types.js';
 import { createTestDatabase, TEST_DIALECT, type TestDatabase } from '../helpers/test-database.js';
-import { fundedAccount, usageRow } from './store-fixtures.js';
+import { fundedAccount, recordOlderUsage, usageRow } from './store-fixtures.js';
 
 let dir: string;
 let db: TestDatabase;
@@ -507,7 +507,7 @@ describe(`store (${TEST_DIALECT}): money moves only through hold → settle / re
         ['r4', other, 'key_a', 'prov-qwen', at + 3],
       ];
       for (const [requestId, account, keyId, provider, createdAt] of rows) {
-        await older.recordUsage(usageRow(account, requestId, { keyId, provider, createdAt }));
+        await recordOlderUsage(olderDb, usageRow(account, requestId, { keyId, provider, createdAt }));
       }
 
       await older.migrate();

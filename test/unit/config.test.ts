@@ -56,6 +56,31 @@ describe('loadConfig', () => {
     });
   });
 
+  it('prices cache reads and writes by the published ratios of the input price unless set', () => {
+    const c = loadConfig({});
+    const prices = (name: keyof typeof c.providers) => {
+      const p = c.providers[name];
+      return [p.inputPriceNano, p.cacheReadPriceNano, p.cacheWritePriceNano];
+    };
+    expect(prices('prov-claude')).toEqual([3_000_000_000, 300_000_000, 3_750_000_000]);
+    expect(prices('prov-deepseek')).toEqual([280_000_000, 28_000_000, 280_000_000]);
+    expect(prices('prov-qwen')).toEqual([400_000_000, 80_000_000, 400_000_000]);
+    expect(prices('prov-kimi')).toEqual([600_000_000, 150_000_000, 600_000_000]);
+    expect(prices('prov-gpt-oss-120b')).toEqual([150_000_000, 75_000_000, 150_000_000]);
+    expect(prices('prov-gemini')).toEqual([300_000_000, 30_000_000, 300_000_000]);
+    // No known cache discount: the input price.
+    expect(prices('prov-llama')).toEqual([590_000_000, 590_000_000, 590_000_000]);
+    // The ratio follows an input price set by the operator, rounded up to a whole nanodollar.
+    const moved = loadConfig({ PROV_CLAUDE_INPUT_PRICE: '0.000000003' }).providers['prov-claude'];
+    expect([moved.cacheReadPriceNano, moved.cacheWritePriceNano]).toEqual([1, 4]);
+    const set = loadConfig({
+      PROV_CLAUDE_CACHE_READ_PRICE: '0.5',
+      PROV_CLAUDE_CACHE_WRITE_PRICE: '6',
+    }).providers['prov-claude'];
+    expect([set.cacheReadPriceNano, set.cacheWritePriceNano]).toEqual([500_000_000, 6_000_000_000]);
+    expect(() => loadConfig({ PROV_KIMI_CACHE_READ_PRICE: '-1' })).toThrow(/PROV_KIMI_CACHE_READ_PRICE/);
+  });
+
   it('SQLITE_CACHE_MB sets the page cache of the serving SQLite connection, 4 MiB unless set', () => {
     expect(loadConfig({}).sqliteCacheMb).toBe(4);
     expect(loadConfig({ SQLITE_CACHE_MB: '64' }).sqliteCacheMb).toBe(64);

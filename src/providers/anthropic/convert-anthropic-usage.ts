@@ -2,10 +2,11 @@ import { badResponse, isRecord, readTokenCount, sumReported } from '../json-valu
 import type { UpstreamUsage } from '../types.js';
 
 /**
- * Anthropic reports input in three parts, all billed as input: `input_tokens` (after the last cache
- * breakpoint), `cache_creation_input_tokens` and `cache_read_input_tokens`. When `input_tokens` is not
- * reported the prompt count is `undefined`, whatever the cache fields say; otherwise the cache reads are
- * its cached part. `output_tokens` already includes thinking; its thinking part is reported only by
+ * Anthropic reports input in three parts that do not overlap: `input_tokens` (after the last cache
+ * breakpoint), `cache_creation_input_tokens` (written to the cache) and `cache_read_input_tokens` (read from
+ * it). The prompt count is their sum — the whole prompt, as OpenAI counts it — with the cache reads and
+ * writes as its cached parts (`cachedPromptTokens`, `cacheWritePromptTokens`), each priced apart. When
+ * `input_tokens` is not reported the prompt count is `undefined`, whatever the cache fields say. `output_tokens` already includes thinking; its thinking part is reported only by
  * recent API versions, as `output_tokens_details.thinking_tokens` (`undefined` when absent).
  *
  * @see https://docs.anthropic.com/en/api/messages#response-usage
@@ -23,6 +24,7 @@ export function convertAnthropicUsage(usage: unknown): UpstreamUsage {
     completionTokens: readTokenCount(usage, 'output_tokens'),
   };
   if (input !== undefined && cacheRead !== undefined) converted.cachedPromptTokens = cacheRead;
+  if (input !== undefined && cacheCreation !== undefined) converted.cacheWritePromptTokens = cacheCreation;
   const details = usage.output_tokens_details;
   if (isRecord(details)) {
     const thinking = readTokenCount(details, 'thinking_tokens');

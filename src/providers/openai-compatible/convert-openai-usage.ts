@@ -4,7 +4,10 @@ import type { UpstreamUsage } from '../types.js';
 /**
  * Reads an OpenAI-compatible `usage`: `prompt_tokens` and `completion_tokens`, the prompt tokens read from
  * the cache (`prompt_tokens_details.cached_tokens`, else DeepSeek's own `prompt_cache_hit_tokens`) and the
- * reasoning tokens (`completion_tokens_details.reasoning_tokens`, part of `completion_tokens`). A count the
+ * reasoning tokens (`completion_tokens_details.reasoning_tokens`, part of `completion_tokens`). The cached
+ * tokens are part of `prompt_tokens` (DeepSeek: `prompt_cache_hit_tokens` + `prompt_cache_miss_tokens` =
+ * `prompt_tokens`, and that sum stands in when `prompt_tokens` is absent); no host of this format reports a
+ * cache write. A count the
  * upstream does not report stays `undefined` (the detail counts are then left out), never 0; absent usage
  * is "nothing reported". A count that is there but not a non-negative integer makes the answer unreadable.
  *
@@ -15,13 +18,15 @@ import type { UpstreamUsage } from '../types.js';
 export function convertOpenAIUsage(usage: unknown): UpstreamUsage {
   if (usage === undefined || usage === null) return { promptTokens: undefined, completionTokens: undefined };
   if (!isRecord(usage)) throw badResponse('upstream usage is not an object');
+  const hit = readTokenCount(usage, 'prompt_cache_hit_tokens');
+  const miss = readTokenCount(usage, 'prompt_cache_miss_tokens');
   const result: UpstreamUsage = {
-    promptTokens: readTokenCount(usage, 'prompt_tokens'),
+    promptTokens:
+      readTokenCount(usage, 'prompt_tokens') ??
+      (hit !== undefined && miss !== undefined ? hit + miss : undefined),
     completionTokens: readTokenCount(usage, 'completion_tokens'),
   };
-  const cached =
-    readDetail(usage, 'prompt_tokens_details', 'cached_tokens') ??
-    readTokenCount(usage, 'prompt_cache_hit_tokens');
+  const cached = readDetail(usage, 'prompt_tokens_details', 'cached_tokens') ?? hit;
   if (cached !== undefined) result.cachedPromptTokens = cached;
   const reasoning = readDetail(usage, 'completion_tokens_details', 'reasoning_tokens');
   if (reasoning !== undefined) result.reasoningTokens = reasoning;

@@ -9,7 +9,7 @@
 import type { ChoiceAnswer } from '../answer.js';
 import { slicePieces } from '../stream-pieces.js';
 import { type FormatStreamer, PlanBuilder, type PlanInput, sse } from '../stream-plan.js';
-import { error, stopReason, usageBody } from './anthropic.js';
+import { error, inputUsage, stopReason, usageBody } from './anthropic.js';
 import { signThinking, THINKING_TEXT } from './anthropic-blocks.js';
 import { isAbsent, isRecord, randomId, reject } from './shared.js';
 
@@ -62,12 +62,7 @@ function plan(input: PlanInput) {
     usage === null
       ? {}
       : {
-          usage: {
-            input_tokens: usage.promptTokens,
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 0,
-            output_tokens: 1,
-          },
+          usage: { ...inputUsage(usage), output_tokens: 1 },
         };
   builder.event(
     event('message_start', {

@@ -53,12 +53,22 @@ export function error(status: number, message: string): HttpReply {
   return { status, body: { type: 'error', error: { type: errorType(status), message } } };
 }
 
+/** The input counts of `usage`: the uncached part, and the cache writes and reads. */
+export function inputUsage(usage: Usage) {
+  const read = usage.cacheReadTokens ?? 0;
+  const write = usage.cacheWriteTokens ?? 0;
+  return {
+    input_tokens: usage.promptTokens - read - write,
+    cache_creation_input_tokens: write,
+    cache_read_input_tokens: read,
+  };
+}
+
+/** `usage`: `input_tokens` is the prompt without its cache reads and writes, which are counted apart. */
 export function usageBody(usage: Usage) {
   return {
-    input_tokens: usage.promptTokens,
+    ...inputUsage(usage),
     output_tokens: usage.completionTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
     ...(usage.reasoningTokens > 0
       ? { output_tokens_details: { thinking_tokens: usage.reasoningTokens } }
       : {}),

@@ -47,6 +47,8 @@ export function usageMetadata(usage: Usage) {
     candidatesTokenCount: usage.completionTokens - usage.reasoningTokens,
     totalTokenCount: usage.promptTokens + usage.completionTokens,
     ...(usage.reasoningTokens > 0 ? { thoughtsTokenCount: usage.reasoningTokens } : {}),
+    // Part of promptTokenCount; proto JSON leaves a zero out.
+    ...((usage.cacheReadTokens ?? 0) > 0 ? { cachedContentTokenCount: usage.cacheReadTokens } : {}),
   };
 }
 

@@ -39,12 +39,16 @@ function envelope(conv: Conversation) {
   };
 }
 
+/** `usage`: the cache reads in `prompt_tokens_details.cached_tokens`, or DeepSeek's hit and miss counts. */
 export function usageBody(usage: Usage) {
+  const cached = usage.cacheReadTokens ?? 0;
   return {
     prompt_tokens: usage.promptTokens,
     completion_tokens: usage.completionTokens,
     total_tokens: usage.promptTokens + usage.completionTokens,
-    prompt_tokens_details: { cached_tokens: 0 },
+    ...(usage.deepseek === true
+      ? { prompt_cache_hit_tokens: cached, prompt_cache_miss_tokens: usage.promptTokens - cached }
+      : { prompt_tokens_details: { cached_tokens: cached } }),
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
   };
 }

@@ -25,6 +25,12 @@ export interface Usage {
   completionTokens: number;
   /** Reasoning (thinking) tokens, part of `completionTokens`. */
   reasoningTokens: number;
+  /** Prompt tokens read from the cache, part of `promptTokens`; absent: none. */
+  cacheReadTokens?: number;
+  /** Prompt tokens written to the cache, part of `promptTokens`; absent: none. */
+  cacheWriteTokens?: number;
+  /** OpenAI format: report the cache as DeepSeek does. */
+  deepseek?: boolean;
 }
 
 export interface HttpReply {
