@@ -34,14 +34,12 @@ export class KeyLimiter {
    * Like `admit`, but the requests-per-minute bucket is the one shared by every instance while it is
    * reachable. Concurrency stays counted per instance.
    */
-  acquire(keyId: string): (() => void) | Promise<() => void> {
-    // Without a shared (Redis) counter the answer is local and synchronous: no promise per request.
+  async acquire(keyId: string): Promise<() => void> {
     if (this.rpm <= 0 || !this.shared) return this.admit(keyId);
-    return this.shared.take(keyId, this.rpm).then((decision) => {
-      if (decision === undefined) return this.admit(keyId);
-      if (!decision.allowed) throw this.rateLimited(decision.retryAfterMs);
-      return this.enter(keyId);
-    });
+    const decision = await this.shared.take(keyId, this.rpm);
+    if (decision === undefined) return this.admit(keyId);
+    if (!decision.allowed) throw this.rateLimited(decision.retryAfterMs);
+    return this.enter(keyId);
   }
 
   /** Admits one request of `keyId` or throws 429; the returned function ends it (idempotent). */

@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthContext, Authenticator } from '../auth/authenticate.js';
+import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { Config } from '../config/index.js';
 import { GatewayError } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
-import { newCompletionId } from '../gateway/ids.js';
 import type { ChatRequest, RequestContext, StreamOutcome } from '../gateway/types.js';
 import type { ProviderName } from '../providers/types.js';
+import { admitted, callContext, registerAdmission } from './admission.js';
 import { chatCompletionBody } from './chat-completion-body.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
@@ -21,16 +21,6 @@ import { createChatRequestValidator } from './validate-chat-request.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    auth: AuthContext | undefined;
-    startedAt: number;
-    /** Ends this request's in-flight slots (process and key); safe to call more than once. */
-    finish: () => void;
-    /** Called by a handler that takes over ending the slots (after its upstream call is settled). */
-    enterHandler: () => void;
-    /** Takes the process-wide in-flight slot, once the body is in; false when the process is at its cap. */
-    enterProcess: () => boolean;
-    /** Whether the client closed the connection before the whole answer was written to it. */
-    clientGone: boolean;
     /** The provider a chat completion was routed to (undefined when refused before routing); for metrics. */
     provider: ProviderName | undefined;
   }
@@ -46,31 +36,7 @@ export interface ApiDeps {
   codes: CodeRedemption;
 }
 
-const noop = (): void => {};
-
-function atCapacity(): GatewayError {
-  return new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
-    retryAfterSeconds: 1,
-  });
-}
-
-/**
- * A body as a Buffer of its UTF-8: sent as a string, it would be measured for Content-Length
- * (`Buffer.byteLength`) and encoded again on the socket after Node copies the headers in front of it.
- * `Buffer.from` sizes the buffer exactly: a buffer of three bytes per character, cut to what was written,
- * was slower for a usual answer, as it drew three times the memory from Node's buffer pool and made a
- * second view for the cut.
- */
-function utf8Bytes(text: string): Buffer {
-  return Buffer.from(text, 'utf8');
-}
-
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-function requireAuth(request: FastifyRequest): AuthContext {
-  if (!request.auth) throw new Error('route reached without authentication');
-  return request.auth;
-}
 
 function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string } | undefined {
   const header = request.headers['idempotency-key'];
@@ -87,125 +53,11 @@ function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string
   return { key: header, bodyHash };
 }
 
-/**
- * The key as an Authorization header: the header itself, or, when none is sent, `x-api-key: <key>` (how
- * Anthropic's clients send it) as a Bearer key.
- */
-function authorizationOf(request: FastifyRequest): string | undefined {
-  const { authorization } = request.headers;
-  if (authorization !== undefined) return authorization;
-  const key = request.headers['x-api-key'];
-  return typeof key === 'string' ? `Bearer ${key}` : undefined;
-}
-
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const validateChatRequest = createChatRequestValidator(deps.config);
-  app.decorateRequest('auth', undefined);
-  app.decorateRequest('startedAt', 0);
-  app.decorateRequest('finish', () => {});
-  app.decorateRequest('enterHandler', () => {});
-  app.decorateRequest('enterProcess', () => true);
   app.decorateRequest('provider', undefined);
-  app.decorateRequest('clientGone', false);
-
-  // A callback hook, not an async one: with the key in the cache and no shared rate limit (the usual
-  // case) authentication and admission finish synchronously, without a promise per step.
-  app.addHook('onRequest', (request, reply, done) => {
-    request.startedAt = Date.now();
-    // A process-wide cap on requests in flight: past it, shed at once instead of queueing, before any
-    // authentication work. This only looks: the slot itself is taken once the body is in (preHandler),
-    // so a client sending its body slowly holds none.
-    if (deps.inFlight.full) {
-      done(atCapacity());
-      return;
-    }
-    let leaveKey: () => void = noop;
-    let leaveProcess: () => void = noop;
-    let finished = false;
-    request.finish = () => {
-      finished = true;
-      leaveKey();
-      leaveProcess();
-    };
-    request.enterProcess = () => {
-      // The exchange already ended (its client left): a slot taken now would never be given back.
-      if (finished) return true;
-      const leave = deps.inFlight.tryEnter();
-      if (!leave) return false;
-      leaveProcess = leave;
-      return true;
-    };
-    // Ends the slots when the exchange ends without reaching the handler (errors, aborted uploads);
-    // a request in the handler ends them itself, once its upstream call is settled. The response's
-    // 'close' also tells the handler whether the client left before the answer was written.
-    // `on`, not `once`: each of these objects emits 'close' once, both listeners are idempotent, and `once`
-    // would bind a wrapper and remove it again on every request.
-    let inHandler = false;
-    request.raw.on('close', () => {
-      if (!inHandler) request.finish();
-    });
-    const response = reply.raw;
-    response.on('close', () => {
-      if (!response.writableFinished) request.clientGone = true;
-      if (!inHandler) request.finish();
-    });
-    request.enterHandler = () => {
-      inHandler = true;
-    };
-
-    // Auth runs before the body is read or parsed: 401 comes before 400/413/415 (docs/errors.md, the
-    // order of the checks).
-    const admit = (auth: AuthContext): void => {
-      request.auth = auth;
-      let leave: (() => void) | Promise<() => void>;
-      try {
-        leave = deps.keyLimiter.acquire(auth.keyId);
-      } catch (err) {
-        done(err as Error);
-        return;
-      }
-      if (leave instanceof Promise) {
-        leave.then((l) => {
-          leaveKey = l;
-          // The exchange ended (the client left) while the shared limit was asked: end the slot now.
-          if (finished) l();
-          countBodyForKey(auth.keyId);
-        }, done);
-      } else {
-        leaveKey = leave;
-        countBodyForKey(auth.keyId);
-      }
-    };
-    // A body still arriving counts against the key too (src/http/pending-bodies.ts); past its cap the
-    // connection is closed with the 429, like past the address's.
-    const countBodyForKey = (keyId: string): void => {
-      try {
-        request.pendingBody?.forKey(keyId);
-      } catch (err) {
-        reply.header('connection', 'close');
-        done(err as Error);
-        return;
-      }
-      done();
-    };
-    let auth: AuthContext | Promise<AuthContext>;
-    try {
-      auth = deps.authenticator.authenticate(authorizationOf(request));
-    } catch (err) {
-      done(err as Error);
-      return;
-    }
-    if (auth instanceof Promise) auth.then(admit, done);
-    else admit(auth);
-  });
-
-  // The process-wide slot, taken once the body is in and parsed: body errors (400/413/415) come before a
-  // 503 at capacity. Nothing asynchronous runs between this hook and the handler.
-  app.addHook('preHandler', (request, _reply, done) => {
-    if (request.enterProcess()) done();
-    else done(atCapacity());
-  });
+  registerAdmission(app, deps);
 
   /**
    * A streamed answer: until its first delta a failure is an ordinary error answer; after it, the stream
@@ -244,20 +96,13 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   }
 
   app.post('/chat/completions', async (request, reply) => {
-    request.enterHandler();
+    const caller = admitted(request);
+    caller.exchange.enterHandler();
     let context: RequestContext | undefined;
     try {
-      const auth = requireAuth(request);
       const chatRequest = validateChatRequest(request.body);
       const idempotency = idempotencyOf(request);
-      context = {
-        requestId: newCompletionId(),
-        accountId: auth.accountId,
-        keyId: auth.keyId,
-        keyAllowed: auth.controls?.allowed,
-        startedAt: request.startedAt,
-        clientGone: () => request.clientGone,
-      };
+      context = callContext(request, caller);
       if (idempotency) context.idempotency = idempotency;
       if (chatRequest.stream) {
         context.stream = true;
@@ -271,13 +116,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       if (completion.droppedParams.length > 0) {
         reply.header('x-tollgate-dropped-params', completion.droppedParams.join(','));
       }
-      return reply
-        .code(200)
-        .type('application/json; charset=utf-8')
-        .send(utf8Bytes(JSON.stringify(chatCompletionBody(completion))));
+      // As bytes: a string body would be measured for Content-Length and then encoded a second time.
+      const body = Buffer.from(JSON.stringify(chatCompletionBody(completion)), 'utf8');
+      return reply.code(200).type('application/json; charset=utf-8').send(body);
     } finally {
       request.provider = context?.provider;
-      request.finish();
+      caller.exchange.finish();
     }
   });
 
@@ -298,7 +142,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   });
 
   app.get('/key', async (request) => {
-    const auth = requireAuth(request);
+    const { auth } = admitted(request);
     const [key, summary] = await Promise.all([
       deps.authenticator.keyInfo(auth),
       deps.gateway.summary(auth.accountId),

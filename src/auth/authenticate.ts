@@ -44,11 +44,8 @@ export class Authenticator {
     return this.store.getApiKey(auth.accountId, auth.keyId);
   }
 
-  /**
-   * Synchronous when the key's record is cached (nearly every call: no promise to allocate and await),
-   * a promise when it has to be read from the store. Throws (synchronously) a missing or malformed key.
-   */
-  authenticate(header: string | undefined): AuthContext | Promise<AuthContext> {
+  /** The caller of an `Authorization` header; the key's record comes from the cache, else the store. */
+  async authenticate(header: string | undefined): Promise<AuthContext> {
     const match = header === undefined ? null : BEARER.exec(header);
     if (!match?.[1]) {
       throw new GatewayError(
@@ -62,10 +59,9 @@ export class Authenticator {
     const cached = this.cache.get(hash);
     if (cached) return this.admit(cached.record);
     const lookup = this.cache.lookupStart();
-    return this.store.findKeyByHash(hash).then((record) => {
-      this.cache.set(hash, record, lookup);
-      return this.admit(record);
-    });
+    const record = await this.store.findKeyByHash(hash);
+    this.cache.set(hash, record, lookup);
+    return this.admit(record);
   }
 
   private admit(record: KeyAuthRecord | undefined): AuthContext {

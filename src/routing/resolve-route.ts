@@ -25,16 +25,15 @@ export interface Route {
  * - provider name in `model` → that provider; model name in `model` → the provider serving it.
  * - `model` absent or "auto" → round-robin over the active auto providers, the next ones as failover.
  *
- * Synchronous for a named provider or model (refusals are thrown); a promise under automatic routing,
- * whose rotation counter may be shared (Redis).
+ * Asynchronous because the rotation counter may be shared between instances (Redis).
  */
-export function resolveRoute(
+export async function resolveRoute(
   req: RouteRequest,
   registry: ProviderRegistry,
   rotation: RotationCounter,
   /** The calling key's allow-list: a provider outside it is refused (403), and auto routing skips it. */
   allowed?: AllowList,
-): Route | Promise<Route> {
+): Promise<Route> {
   const { model, provider } = req;
   if (provider !== undefined) {
     if (!isProviderName(provider)) {

@@ -3,13 +3,13 @@
  * Redis (`src/cluster/shared-rotation.ts`).
  */
 export interface RotationCounter {
-  /** Returns 0, 1, 2, … — one number per auto-routed request. */
-  next(): number | Promise<number>;
+  /** Resolves to 0, 1, 2, … — one number per auto-routed request. */
+  next(): Promise<number>;
 }
 
 export class LocalRotationCounter implements RotationCounter {
   private value = 0;
-  next(): number {
+  async next(): Promise<number> {
     const v = this.value;
     this.value = (this.value + 1) % Number.MAX_SAFE_INTEGER;
     return v;

@@ -1,10 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Config, ModelAlias } from '../../config/index.js';
 import { GatewayError } from '../../errors.js';
 import type { Gateway } from '../../gateway/gateway.js';
-import { newCompletionId } from '../../gateway/ids.js';
 import type { ChatCompletion, RequestContext, StreamOutcome, StreamStart } from '../../gateway/types.js';
 import type { ProviderName } from '../../providers/types.js';
+import { admitted, callContext } from '../admission.js';
 import { toGatewayError } from '../to-gateway-error.js';
 import { messagesBody } from './messages-body.js';
 import { messagesErrorBody } from './messages-error.js';
@@ -49,11 +49,6 @@ function routeModel(translated: MessagesRequest, deps: MessagesDeps): ProviderNa
       { param: 'model' },
     );
   }
-}
-
-function requireAuth(request: FastifyRequest): NonNullable<FastifyRequest['auth']> {
-  if (!request.auth) throw new Error('route reached without authentication');
-  return request.auth;
 }
 
 /** Fields only an Anthropic upstream carries, named when another one served. */
@@ -113,23 +108,17 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
   }
 
   app.post('/messages', async (request, reply) => {
-    request.enterHandler();
+    const caller = admitted(request);
+    caller.exchange.enterHandler();
     let context: RequestContext | undefined;
     try {
-      const auth = requireAuth(request);
       const translated = translateMessagesRequest(
         request.body,
         request.headers['anthropic-beta'],
         deps.config,
       );
       routeModel(translated, deps);
-      context = {
-        requestId: newCompletionId(),
-        accountId: auth.accountId,
-        keyId: auth.keyId,
-        startedAt: request.startedAt,
-        clientGone: () => request.clientGone,
-      };
+      context = callContext(request, caller);
       if (translated.chat.stream) {
         context.stream = true;
         await stream(reply, context, translated);
@@ -145,12 +134,12 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
         .send(JSON.stringify(messagesBody(completion)));
     } finally {
       request.provider = context?.provider;
-      request.finish();
+      caller.exchange.finish();
     }
   });
 
   app.post('/messages/count_tokens', async (request) => {
-    const auth = requireAuth(request);
+    const { auth } = admitted(request);
     const body = request.body;
     // count_tokens takes no max_tokens: the translation is asked for the smallest one.
     const withCap =
