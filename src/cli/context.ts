@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { type Config, databaseKindOf, loadConfig } from '../config/index.js';
+import { type Config, databaseKindOf, isSetInEnvironment, loadConfig } from '../config/index.js';
 import { openStore, storeOptionsFrom } from '../store/index.js';
 import { sqlitePathOf } from '../store/sqlite/open.js';
 import type { Account, Store } from '../store/types.js';
@@ -32,7 +32,7 @@ export async function withStore<T>(
   const config = loadConfig();
   const missing = missingSqliteFile(config.databaseUrl);
   const urlSaid =
-    !process.env.DATABASE_URL?.trim() && config.databaseUrl === DEFAULT_DATABASE_URL
+    !isSetInEnvironment('DATABASE_URL') && config.databaseUrl === DEFAULT_DATABASE_URL
       ? `DATABASE_URL is not set: the default, ${config.databaseUrl}`
       : `DATABASE_URL=${config.databaseUrl}`;
   if (missing !== undefined && !options.create) {

@@ -6,4 +6,10 @@ export {
   type SignupMode,
 } from './config.js';
 export { type DatabaseKind, databaseKindOf } from './database-kind.js';
-export { ConfigError, type LoadConfigOptions, loadConfig, readConfig } from './load-config.js';
+export {
+  ConfigError,
+  isSetInEnvironment,
+  type LoadConfigOptions,
+  loadConfig,
+  readConfig,
+} from './load-config.js';

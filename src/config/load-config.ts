@@ -326,6 +326,14 @@ export interface LoadConfigOptions {
  * `ConfigError` listing every problem at once. `defaults` sit under the file and the environment;
  * `overrides` above them (the demo uses both to point every provider at the simulator).
  */
+/**
+ * Whether the environment sets `name` (not empty): for the CLI to say which settings a command ignores or
+ * took by default, without reading `process.env` itself.
+ */
+export function isSetInEnvironment(name: 'DATABASE_URL' | 'REDIS_URL', env: Source = process.env): boolean {
+  return Boolean(env[name]?.trim());
+}
+
 export function loadConfig(env: Source = process.env, options: LoadConfigOptions = {}): Config {
   return readConfig(env, options).config;
 }

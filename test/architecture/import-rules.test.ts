@@ -412,6 +412,15 @@ describe('import rules of src/ and bench/ (docs/architecture.md, "Allowed import
     expect(problems, problems.join('\n')).toEqual([]);
   });
 
+  it('(i) reads process.env only in config/, which reads the configuration once', () => {
+    const problems = files
+      .map((file) => relative(REPO, file).split(sep).join('/'))
+      .filter((file) => !file.startsWith('src/config/'))
+      .filter((file) => /\bprocess\.env\b/.test(readFileSync(join(REPO, file), 'utf8')))
+      .map((file) => `${file} reads process.env: take the setting from src/config/ instead`);
+    expect(problems, problems.join('\n')).toEqual([]);
+  });
+
   it('(h) reaches billing/ only through billing/billing.ts, its public face', () => {
     const face = join('src', 'billing', 'billing.ts');
     const problems = internal

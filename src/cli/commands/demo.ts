@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createKey } from '../../auth/keys.js';
 import { hashPassword } from '../../auth/passwords.js';
-import { type Config, databaseKindOf, readConfig } from '../../config/index.js';
+import { type Config, databaseKindOf, isSetInEnvironment, readConfig } from '../../config/index.js';
 import { createServer, type Server } from '../../http/server.js';
 import { formatNano, parseUsdToNano } from '../../money/money.js';
 import { redactUrlPassword } from '../../redact-url.js';
@@ -57,13 +57,13 @@ export async function demo(
     throw usageError(
       `--database: "${redactUrlPassword(databaseUrl)}" must start with sqlite: or postgres://`,
     );
-  if (process.env.DATABASE_URL?.trim()) {
+  if (isSetInEnvironment('DATABASE_URL')) {
     out.info(
       `The demo does not use DATABASE_URL: its data is in ${redactUrlPassword(databaseUrl)}` +
         (args.database ? '.' : ' (--database URL names another).'),
     );
   }
-  if (process.env.REDIS_URL?.trim()) out.info('The demo does not use REDIS_URL: it runs without Redis.');
+  if (isSetInEnvironment('REDIS_URL')) out.info('The demo does not use REDIS_URL: it runs without Redis.');
   await checkDemoDatabase(databaseUrl, DEMO_EMAIL);
 
   const simulator = await startSimulator({
@@ -128,7 +128,7 @@ function demoConfig(
     ...providersAtSimulator(simulator),
   };
   if (stream) overrides.STREAMING = 'on';
-  return readConfig(process.env, {
+  return readConfig(undefined, {
     overrides,
     defaults: { HOST: '127.0.0.1', LOG_LEVEL: 'warn', SIGNUP: 'open' },
   });
