@@ -14,6 +14,7 @@ import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { modelBody, modelListBody } from './models-body.js';
 import { redeemRoute } from './redeem-route.js';
+import { responsesRoutes } from './responses/routes.js';
 import { SseResponse } from './sse-response.js';
 import { toGatewayError } from './to-gateway-error.js';
 import { createChatRequestValidator } from './validate-chat-request.js';
@@ -295,6 +296,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
   });
 
   redeemRoute(app, deps.codes);
+  responsesRoutes(app, deps);
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH'],
