@@ -43,7 +43,15 @@ describe('GET /api/v1/openapi.json', () => {
   it('documents every path the API routes answer', async () => {
     const doc = buildOpenApi(h.config, '0') as { paths: Record<string, unknown> };
     expect(Object.keys(doc.paths).sort()).toEqual(
-      ['/chat/completions', '/credits/redeem', '/key', '/models', '/models/{model}', '/openapi.json'].sort(),
+      [
+        '/chat/completions',
+        '/credits/redeem',
+        '/key',
+        '/models',
+        '/models/{model}',
+        '/openapi.json',
+        '/responses',
+      ].sort(),
     );
   });
 });
