@@ -1,5 +1,6 @@
 import { ERROR_CODES, type ErrorCode } from '../errors.js';
 import { creditSchema, REDEEM_ERRORS, redeemRequestSchema } from './redeem-route.js';
+import { responsesPaths } from './responses/openapi-paths.js';
 import {
   chatCompletionSchema,
   chatRequestSchema,
@@ -218,6 +219,7 @@ export function buildOpenApi(limits: RequestLimits, version: string): Schema {
           },
         },
       },
+      ...responsesPaths(errorResponses, headers),
       '/openapi.json': {
         get: {
           operationId: 'getOpenApi',

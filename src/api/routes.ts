@@ -15,6 +15,7 @@ import type { KeyLimiter } from './key-limits.js';
 import { messagesRoutes } from './messages/messages-routes.js';
 import { modelBody, modelListBody } from './models-body.js';
 import { redeemRoute } from './redeem-route.js';
+import { responsesRoutes } from './responses/routes.js';
 import { SseResponse } from './sse-response.js';
 import { toGatewayError } from './to-gateway-error.js';
 import { createChatRequestValidator } from './validate-chat-request.js';
@@ -153,6 +154,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
 
   redeemRoute(app, deps.codes);
   app.register(messagesRoutes, { config: deps.config, gateway: deps.gateway });
+  responsesRoutes(app, deps);
 
   app.route({
     method: ['GET', 'PUT', 'DELETE', 'PATCH'],

@@ -52,6 +52,7 @@ describe('GET /api/v1/openapi.json', () => {
         '/models',
         '/models/{model}',
         '/openapi.json',
+        '/responses',
       ].sort(),
     );
   });
