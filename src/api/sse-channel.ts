@@ -4,8 +4,8 @@ import type { FastifyReply } from 'fastify';
  * The server-sent events of one response, whatever their format: headers sent once (`open`), writes that
  * follow the client's pace — when the socket's buffer is full, `write` returns a promise that settles on
  * 'drain' — and a client that takes nothing for `stallTimeoutMs`, or is still behind at `deadline`, has
- * its connection closed (docs/api.md, Streaming). Used by the chat door (`SseResponse`) and the Messages
- * door.
+ * its connection closed (docs/api.md, Streaming). Used by every door: chat (`SseResponse`), Messages and
+ * Responses.
  */
 export class SseChannel {
   private gone = false;

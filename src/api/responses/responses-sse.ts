@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import type { GatewayError } from '../../errors.js';
 import type { StreamOutcome, StreamSink, StreamStart } from '../../gateway/types.js';
 import type { FinishReason, StreamDelta } from '../../providers/types.js';
+import { SseChannel } from '../sse-channel.js';
 import type { ResponsesRequest } from './read-request.js';
 import {
   functionCallItem,
@@ -40,7 +41,7 @@ interface OpenCall {
  * `response.output_text.delta`, `response.function_call_arguments.delta`, then their `…done` events),
  * and one last event with the whole response, billed: `response.completed`, `response.incomplete` (capped,
  * filtered, or the client left) or `response.failed` (the upstream broke off), each with `usage` and
- * Tollgate's `meta`. Writes follow the client's pace as on the chat door (`api/sse-response.ts`).
+ * Tollgate's `meta`. Writes follow the client's pace through the doors' shared `SseChannel`.
  */
 export class ResponsesSse implements StreamSink {
   private frame: ResponseFrame | undefined;
@@ -49,25 +50,19 @@ export class ResponsesSse implements StreamSink {
   private message: OpenMessage | undefined;
   private readonly calls = new Map<number, OpenCall>();
   private finishReason: FinishReason | undefined;
-  private gone = false;
-  private readonly goneListeners: Array<() => void> = [];
+  private readonly channel: SseChannel;
 
   constructor(
-    private readonly reply: FastifyReply,
+    reply: FastifyReply,
     private readonly request: {
       frame: Omit<ResponseFrame, 'model'>;
       namespaced: ResponsesRequest['namespaced'];
       /** Fields this door left out, named beside the adapter's. */
       dropped: readonly string[];
     },
-    private readonly limits: { stallTimeoutMs: number; deadline: number },
+    limits: { stallTimeoutMs: number; deadline: number },
   ) {
-    const response = reply.raw;
-    response.on('close', () => {
-      if (response.writableFinished) return;
-      this.gone = true;
-      for (const listener of this.goneListeners.splice(0)) listener();
-    });
+    this.channel = new SseChannel(reply, limits);
   }
 
   get begun(): boolean {
@@ -75,27 +70,16 @@ export class ResponsesSse implements StreamSink {
   }
 
   get clientGone(): boolean {
-    return this.gone;
+    return this.channel.clientGone;
   }
 
   onClientGone(listener: () => void): void {
-    if (this.gone) listener();
-    else this.goneListeners.push(listener);
+    this.channel.onClientGone(listener);
   }
 
   begin(start: StreamStart): void {
-    const { reply } = this;
-    reply.hijack();
-    const headers: Record<string, string | number | string[]> = {};
-    for (const [name, value] of Object.entries(reply.getHeaders())) {
-      if (value !== undefined) headers[name] = value;
-    }
-    headers['content-type'] = 'text/event-stream; charset=utf-8';
-    headers['cache-control'] = 'no-cache';
-    headers['x-accel-buffering'] = 'no';
     const dropped = [...this.request.dropped, ...start.droppedParams];
-    if (dropped.length > 0) headers['x-tollgate-dropped-params'] = dropped.join(',');
-    reply.raw.writeHead(200, headers);
+    this.channel.open(dropped.length > 0 ? { 'x-tollgate-dropped-params': dropped.join(',') } : {});
     this.frame = { ...this.request.frame, model: start.model };
     const response = responseObject(this.frame, { status: 'in_progress', output: [] });
     this.write(
@@ -263,30 +247,10 @@ export class ResponsesSse implements StreamSink {
   }
 
   private write(text: string): Promise<void> | undefined {
-    const response = this.reply.raw;
-    if (this.gone || text === '') return undefined;
-    if (response.write(text)) return undefined;
-    const wait = Math.min(this.limits.stallTimeoutMs, this.limits.deadline - Date.now());
-    return new Promise((resolve) => this.cutUnless(['drain', 'close'], Math.max(0, wait), resolve));
+    return this.channel.write(text);
   }
 
   private end(text: string): void {
-    const response = this.reply.raw;
-    response.end(text);
-    if (!this.gone && !response.writableFinished) {
-      this.cutUnless(['finish', 'close'], this.limits.stallTimeoutMs, () => {});
-    }
-  }
-
-  /** Closes the connection unless one of `events` comes within `wait` ms (a client that takes nothing). */
-  private cutUnless(events: readonly ('drain' | 'close' | 'finish')[], wait: number, then: () => void): void {
-    const response = this.reply.raw;
-    const done = (): void => {
-      clearTimeout(timer);
-      for (const event of events) response.off(event, done);
-      then();
-    };
-    const timer = setTimeout(() => response.destroy(), wait);
-    for (const event of events) response.on(event, done);
+    this.channel.end(text);
   }
 }
