@@ -5,6 +5,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
 import { runIn } from './cli-process.js';
 
+const KEYS_CREATE =
+  'tollgate keys create --email E --name NAME [--limit USD] [--limit-reset daily|weekly|monthly|never] [--expires ISO-8601] [--allow LIST] [--rpm N] [--tpm N]';
+const KEYS_UPDATE =
+  'tollgate keys update --email E --id ID [--name NAME] [--limit USD|none] [--limit-reset daily|weekly|monthly|never] [--expires ISO-8601|none] [--allow LIST|all] [--rpm N|none] [--tpm N|none]';
+
 // Every mistake on the command line is answered in the CLI's own words, with the command's usage line;
 // and commands that only read or change existing rows never create a database.
 
@@ -88,8 +93,9 @@ describe('bin/tollgate usage errors', () => {
     ],
     [
       ['keys'],
-      '"keys" needs a subcommand: create, list or revoke',
-      'usage: tollgate keys create --email E --name NAME\n' +
+      '"keys" needs a subcommand: create, update, list or revoke',
+      `usage: ${KEYS_CREATE}\n` +
+        `       ${KEYS_UPDATE}\n` +
         '       tollgate keys list --email E\n' +
         '       tollgate keys revoke --email E --id ID\n',
     ],
@@ -104,7 +110,7 @@ describe('bin/tollgate usage errors', () => {
 describe('a missing required option is a usage error before anything touches the database', () => {
   it.each([
     [['keys', 'list'], '--email is required', 'tollgate keys list --email E'],
-    [['keys', 'create', '--name', 'k'], '--email is required', 'tollgate keys create --email E --name NAME'],
+    [['keys', 'create', '--name', 'k'], '--email is required', KEYS_CREATE],
     [['keys', 'revoke', '--id', 'key_x'], '--email is required', 'tollgate keys revoke --email E --id ID'],
     [
       ['keys', 'list', '--email', 'not-an-email'],

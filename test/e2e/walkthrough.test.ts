@@ -377,7 +377,10 @@ describe.skipIf(!canRun)('dashboard walk-through findings (headless Chromium)', 
     const { context, page } = await newPage();
     await logIn(page, user.email);
 
-    // Money: six decimals everywhere on the overview.
+    // Money: six decimals everywhere on the overview, once it has loaded.
+    await page.waitForFunction(
+      () => (document.querySelector('main')?.innerText.match(/\$[\d,.]+/g) ?? []).length > 2,
+    );
     const amounts = (await page.locator('main').innerText()).match(/\$[\d,.]+/g) ?? [];
     expect(amounts.length).toBeGreaterThan(2);
     for (const a of amounts) expect(a).toMatch(/^\$\d{1,3}(,\d{3})*\.\d{6}$/);

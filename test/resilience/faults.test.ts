@@ -183,21 +183,23 @@ describe('circuit breaker', () => {
 
 describe('an upstream reporting more usage than the hold covered', () => {
   it('is billed as far as hold + balance go; the response reports what was deducted, the usage row the shortfall', async () => {
-    // Found by the ledger property test: prompt bound 25 tokens ("a" + 8 + 16), cap lowered to 16.
-    const account = await h.newAccount('0.000315');
-    h.sim.setFault('claude', { kind: 'usage', promptTokens: 26, completionTokens: 16 });
+    // Found by the ledger property test: prompt bound 25 tokens ("a" + 8 + 16), cap lowered to 16. The
+    // hold prices the prompt at Claude's dearest prompt price, its cache write (1.25 × $3 per 1M).
+    const held = 25 * 3750 + 16 * 15_000;
+    const account = await h.newAccount(String(held / 1e9));
+    h.sim.setFault('claude', { kind: 'usage', promptTokens: 40, completionTokens: 16 });
     const res = await h.chat(
       { provider: 'prov-claude', messages: [{ role: 'user', content: 'a' }] },
       { key: account.key },
     );
     expect(res.status).toBe(200);
     const body = res.body as Body & { usage: { cost: number } };
-    expect(nano(body.meta?.cost.total ?? 0)).toBe(315_000);
+    expect(nano(body.meta?.cost.total ?? 0)).toBe(held);
     expect(body.meta?.cost.total).toBe((body.meta?.cost.input ?? 0) + (body.meta?.cost.output ?? 0));
-    expect(body.usage.cost).toBe(315_000 / 1e9);
+    expect(body.usage.cost).toBe(held / 1e9);
     expect(await h.balanceNano(account.accountId)).toBe(0);
     const [row] = await h.server.store.listUsage(account.accountId, { limit: 1 });
-    expect(row?.inputCostNano).toBe(26 * 3000);
+    expect(row?.inputCostNano).toBe(40 * 3000);
     expect(row?.outputCostNano).toBe(16 * 15_000);
     // The money is consistent, and the unbilled rest is reported by the ledger check.
     const report = await h.server.store.ledgerCheck();
@@ -206,7 +208,7 @@ describe('an upstream reporting more usage than the hold covered', () => {
       expect.objectContaining({
         accountId: account.accountId,
         requests: 1,
-        shortfallNano: 26 * 3000 + 16 * 15_000 - 315_000,
+        shortfallNano: 40 * 3000 + 16 * 15_000 - held,
       }),
     ]);
     expect((await h.server.store.ledgerCheck({ shortfallAllowanceNano: 1_000_000 })).ok).toBe(true);
