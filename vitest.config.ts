@@ -17,7 +17,7 @@ const POSTGRES_SUITE = [
 ];
 /** Process-level tests of the embedded store (one server process on one SQLite file). */
 const SQLITE_ONLY = [
-  'test/resilience/{crash,sigterm,overload,slow-clients}.test.ts',
+  'test/resilience/{crash,sigterm,overload,slow-clients,health-under-attack}.test.ts',
   // SQLite's query plans of the dashboard's usage queries; the CLI on its default store.
   'test/dashboard/{usage-indexes,cli-accounts}.test.ts',
   // Group commit, the background WAL checkpointer and the reports' reader thread of the SQLite engine.

@@ -33,41 +33,86 @@ export function jsonShapeProblem(
   maxDepth = MAX_JSON_DEPTH,
   maxValues = MAX_JSON_VALUES,
 ): JsonShapeProblem | undefined {
-  const length = text.length;
-  let depth = 0;
-  let values = 0;
-  for (let i = 0; i < length; i++) {
-    const c = text.charCodeAt(i);
-    if (c === OPEN_BRACE || c === OPEN_BRACKET) {
-      depth++;
-      if (depth > maxDepth) return { kind: 'too_deep', limit: maxDepth };
-    } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
-      depth--;
-      continue;
-    } else if (c === QUOTE) {
-      i = closingQuote(text, i);
-    } else if (startsScalar(c)) {
-      while (i + 1 < length && inScalar(text.charCodeAt(i + 1))) i++;
-    } else {
-      continue; // whitespace, ',' and ':'
-    }
-    values++;
-    if (values > maxValues) return { kind: 'too_many_values', limit: maxValues };
-  }
-  return undefined;
+  return new JsonShapeScan(maxDepth, maxValues).feed(text);
 }
 
-/** The index of the quote that ends the string opened at `open` (the text's length if none does). */
-function closingQuote(text: string, open: number): number {
-  let quote = text.indexOf('"', open + 1);
-  while (quote !== -1) {
-    // Escaped when an odd number of backslashes precede it; each backslash is looked at once.
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-    quote = text.indexOf('"', quote + 1);
+/**
+ * `jsonShapeProblem` over a text that arrives in pieces (a request body, chunk by chunk): `feed` each
+ * piece in order; the piece that holds the first problem reports it, so a body can be refused before the
+ * rest of it is read. A string, number or literal may be cut anywhere between two pieces.
+ */
+export class JsonShapeScan {
+  private depth = 0;
+  private values = 0;
+  /** The last piece ended inside a string; `escaped`: right after a backslash that escapes what follows. */
+  private inString = false;
+  private escaped = false;
+  /** The last piece ended inside a number or literal. */
+  private inScalar = false;
+
+  constructor(
+    private readonly maxDepth = MAX_JSON_DEPTH,
+    private readonly maxValues = MAX_JSON_VALUES,
+  ) {}
+
+  feed(text: string): JsonShapeProblem | undefined {
+    const length = text.length;
+    let i = 0;
+    if (this.inString) {
+      i = this.closeString(text, 0) + 1;
+    } else if (this.inScalar) {
+      while (i < length && inScalar(text.charCodeAt(i))) i++;
+      this.inScalar = i === length;
+    }
+    for (; i < length; i++) {
+      const c = text.charCodeAt(i);
+      if (c === OPEN_BRACE || c === OPEN_BRACKET) {
+        this.depth++;
+        if (this.depth > this.maxDepth) return { kind: 'too_deep', limit: this.maxDepth };
+      } else if (c === CLOSE_BRACE || c === CLOSE_BRACKET) {
+        this.depth--;
+        continue;
+      } else if (c === QUOTE) {
+        i = this.closeString(text, i + 1);
+      } else if (startsScalar(c)) {
+        while (i + 1 < length && inScalar(text.charCodeAt(i + 1))) i++;
+        this.inScalar = i + 1 === length;
+      } else {
+        continue; // whitespace, ',' and ':'
+      }
+      this.values++;
+      if (this.values > this.maxValues) return { kind: 'too_many_values', limit: this.maxValues };
+    }
+    return undefined;
   }
-  return text.length;
+
+  /**
+   * The index of the quote that ends the string read from `from` on, or the text's length when the piece
+   * ends first (`inString` then says so, and `escaped` whether its last backslash escapes what follows).
+   */
+  private closeString(text: string, from: number): number {
+    // A backslash that ended the last piece escapes this piece's first character.
+    const start = this.escaped ? from + 1 : from;
+    this.escaped = false;
+    this.inString = false;
+    let quote = text.indexOf('"', start);
+    while (quote !== -1) {
+      // Escaped when an odd number of backslashes (of this piece) precede it; each is looked at once.
+      if (backslashesBefore(text, quote, start) % 2 === 0) return quote;
+      quote = text.indexOf('"', quote + 1);
+    }
+    this.inString = true;
+    // An empty piece leaves the pending escape pending.
+    this.escaped = start > text.length || backslashesBefore(text, text.length, start) % 2 === 1;
+    return text.length;
+  }
+}
+
+/** How many backslashes run right before `at`, none before `start`. */
+function backslashesBefore(text: string, at: number, start: number): number {
+  let n = 0;
+  while (at - 1 - n >= start && text.charCodeAt(at - 1 - n) === BACKSLASH) n++;
+  return n;
 }
 
 /** A number, `true`, `false` or `null` starts with '-', a digit, 't', 'f' or 'n'. */

@@ -142,6 +142,11 @@ function piecesOf(job: Job): Piece[] {
 }
 
 /**
+ * A job of at most this many characters in all is small: counted on a thread of its own (`TokenCounter`).
+ */
+const SMALL_JOB_CHARS = PIECE_CHARS;
+
+/**
  * Counts tokens with the o200k tokenizer on worker threads (`threads`, 1 by default), each job bounded in
  * time: a job not answered `timeoutMs` after it was asked gets byte counts (an upper bound). A thread
  * counting a piece of it longer than `LONGEST_PIECE` (a text that could not be cut, maybe stuck in a long
@@ -156,7 +161,7 @@ function piecesOf(job: Job): Piece[] {
  * with work to do (or `preload()`), up to `threads` while pieces wait, and end after a while without any;
  * they never keep the process alive.
  */
-export class TokenCounter {
+class TokenPool {
   private readonly threads: Thread[] = [];
   private readonly size: number;
   private readonly idleMs: number;
@@ -375,5 +380,43 @@ export class TokenCounter {
     if (thread.idleTimer) clearTimeout(thread.idleTimer);
     thread.piece = undefined;
     void thread.worker.terminate();
+  }
+}
+
+/**
+ * Token counts, off the event loop and bounded in time (`TokenPool`), with small jobs (at most
+ * `SMALL_JOB_CHARS` in all: a short call's prompt or answer) on a thread of their own: they take turns
+ * among themselves, never behind a piece of a long text, so a flood of long answers, however fair its
+ * turns, does not delay a short call's count by a piece per job it counts. That thread starts with its
+ * first small job (or `preload()`) and ends, with its copy of the tokenizer, after a while without any.
+ */
+export class TokenCounter {
+  private readonly large: TokenPool;
+  private readonly small: TokenPool;
+
+  constructor(timeoutMs: number, options: TokenCounterOptions = {}) {
+    this.large = new TokenPool(timeoutMs, options);
+    this.small = new TokenPool(timeoutMs, { ...options, threads: 1 });
+  }
+
+  /**
+   * Token counts of `texts`, exact when the tokenizer answers within the time bound. `owner` (the account
+   * the texts are counted for) takes turns with the other owners.
+   */
+  count(texts: string[], owner = ''): Promise<TokenCount> {
+    let chars = 0;
+    for (const text of texts) chars += text.length;
+    return (chars <= SMALL_JOB_CHARS ? this.small : this.large).count(texts, owner);
+  }
+
+  /** Starts the threads now, so the first counts do not wait for the tokenizer to load. */
+  preload(): void {
+    this.small.preload();
+    this.large.preload();
+  }
+
+  /** Ends the threads; jobs still waiting or running get byte counts. */
+  async close(): Promise<void> {
+    await Promise.all([this.small.close(), this.large.close()]);
   }
 }

@@ -12,12 +12,12 @@ import type { Config } from '../config/index.js';
 import { type DashboardDeps, dashboardRoutes } from '../dashboard/plugin.js';
 import { clientIp } from '../dashboard/request-info.js';
 import { errorBody, GatewayError } from '../errors.js';
-import { jsonShapeProblem } from '../json-depth.js';
 import type { Metrics } from '../metrics/metrics.js';
 import { PerMillisecond, timeToString } from '../random.js';
 import { VERSION } from '../version.js';
 import { clientErrorHandler } from './client-error.js';
 import { dashboardStatic } from './dashboard-static.js';
+import { readJsonBody } from './json-body.js';
 import { lazyChildLoggerFactory } from './lazy-child-logger.js';
 import { registerMetrics } from './metrics-route.js';
 import { announcesBody, PendingBodies } from './pending-bodies.js';
@@ -120,30 +120,15 @@ export function buildApp(deps: AppDeps): FastifyInstance {
     done();
   });
 
-  // A JSON body nested too deeply, or holding too many values, is refused from its text, before JSON.parse
-  // builds it and before anything walks it recursively; the rest is Fastify's own JSON parser (which also
-  // refuses the prototype-poisoning keys).
+  // A JSON body nested too deeply, or holding too many values, is refused from its text as it arrives,
+  // before JSON.parse builds it and before anything walks it recursively; the rest is Fastify's own JSON
+  // parser (which also refuses the prototype-poisoning keys).
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const problem = jsonShapeProblem(body as string);
-    if (problem === undefined) parseJson(request, body as string, done);
-    else if (problem.kind === 'too_deep') {
-      done(
-        new GatewayError(
-          'invalid_json',
-          `Request body nests arrays and objects more than ${problem.limit} levels deep.`,
-        ),
-        undefined,
-      );
-    } else {
-      done(
-        new GatewayError(
-          'request_too_large',
-          `Request body holds more than ${problem.limit} JSON values (objects, arrays, keys, strings, numbers, literals).`,
-        ),
-        undefined,
-      );
-    }
+  app.addContentTypeParser('application/json', (request, payload, done) => {
+    readJsonBody(payload, request.headers['content-length'], config.bodyLimitBytes, (error, text) => {
+      if (error === undefined) parseJson(request, text as string, done);
+      else done(error, undefined);
+    });
   });
 
   // Once a graceful stop has begun, every answer closes its connection: a client's idle keep-alive

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../src/json-depth.js';
+import { JsonShapeScan, jsonShapeProblem, MAX_JSON_DEPTH, MAX_JSON_VALUES } from '../../src/json-depth.js';
 
 const nest = (n: number): string => {
   let v: unknown = 'x';
@@ -50,5 +50,57 @@ describe('jsonShapeProblem: nesting and value count read off the text, before JS
     expect(jsonShapeProblem(JSON.stringify({ content: 'x'.repeat(1 << 20) }))).toBeUndefined();
     expect(jsonShapeProblem('{"unterminated')).toBeUndefined();
     expect(jsonShapeProblem(']]]}}}')).toBeUndefined();
+  });
+});
+
+describe('JsonShapeScan: the same reading over a text that arrives in pieces', () => {
+  /** What a scan fed `pieces` in order reports: the first problem, and the piece that reported it. */
+  const inPieces = (pieces: string[], maxDepth: number, maxValues: number) => {
+    const scan = new JsonShapeScan(maxDepth, maxValues);
+    for (const [at, piece] of pieces.entries()) {
+      const problem = scan.feed(piece);
+      if (problem !== undefined) return { problem, at };
+    }
+    return undefined;
+  };
+
+  it('cut at every place, in two and three pieces, finds what the whole text shows', () => {
+    const texts = [
+      '["\\\\",[[1]]]',
+      '["\\"",[1]]',
+      '["a\\\\\\"[[b",[[-12.5e+3]],true]',
+      '{"k":"\\u0022[","n":[null,false,[{"x":123456}]]}',
+      '[1,22,333,[4444,[55555]],"\\\\",[[[]]]]',
+    ];
+    for (const text of texts) {
+      for (const [depth, values] of [
+        [2, 100],
+        [3, 100],
+        [MAX_JSON_DEPTH, 5],
+        [MAX_JSON_DEPTH, 8],
+        [MAX_JSON_DEPTH, 100],
+      ] as const) {
+        const whole = jsonShapeProblem(text, depth, values);
+        for (let a = 0; a <= text.length; a++) {
+          const two = inPieces([text.slice(0, a), text.slice(a)], depth, values);
+          expect(two?.problem, `${text} cut at ${a}`).toEqual(whole);
+          for (let b = a; b <= text.length; b++) {
+            const three = inPieces([text.slice(0, a), text.slice(a, b), text.slice(b)], depth, values);
+            expect(three?.problem, `${text} cut at ${a} and ${b}`).toEqual(whole);
+          }
+        }
+      }
+    }
+  });
+
+  it('one character at a time, and reports the problem at the piece that holds it', () => {
+    const text = arrayOf(MAX_JSON_VALUES, '{}');
+    expect(inPieces(text.split(''), MAX_JSON_DEPTH, MAX_JSON_VALUES)).toEqual({
+      problem: { kind: 'too_many_values', limit: MAX_JSON_VALUES },
+      // '[' then '{}' and ',' per value: the (MAX_JSON_VALUES + 1)th value opens at this character.
+      at: 1 + 3 * (MAX_JSON_VALUES - 1),
+    });
+    const quoted = '"\\\\\\"[[["';
+    expect(inPieces(['[', ...quoted.split(''), ']'], 1, 100)).toBeUndefined();
   });
 });

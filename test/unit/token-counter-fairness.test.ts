@@ -89,10 +89,13 @@ afterEach(async () => {
   counter = undefined;
 });
 
+/** Until both of the counter's threads have loaded the tokenizer: for short jobs, and for long ones. */
 async function warm(c: TokenCounter): Promise<void> {
-  let result = await c.count(['warm']);
-  for (let i = 0; i < 60 && !result.exact; i++) result = await c.count(['warm']);
-  expect(result.exact).toBe(true);
+  for (const text of ['warm', words(3_000, 9, VOCABULARY)]) {
+    let result = await c.count([text]);
+    for (let i = 0; i < 60 && !result.exact; i++) result = await c.count([text]);
+    expect(result.exact).toBe(true);
+  }
 }
 
 describe('TokenCounter: long texts in pieces, owners in turns', () => {
@@ -189,7 +192,8 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
   it('a long text cut in pieces, past its deadline, leaves its thread running', async () => {
     counter = new TokenCounter(100);
     await warm(counter);
-    const pool = (counter as unknown as { threads: unknown[] }).threads;
+    // The thread of long texts (short ones have a thread of their own).
+    const pool = (counter as unknown as { large: { threads: unknown[] } }).large.threads;
     const [thread] = pool;
     const text = words(2_000_000, 4_000, VOCABULARY);
     expect(await counter.count([text], 'account-a')).toEqual({
@@ -202,6 +206,28 @@ describe('TokenCounter: long texts in pieces, owners in turns', () => {
       counts: [countTokens('Hello, world!')],
       exact: true,
     });
+  });
+
+  it('with one thread for long texts, a short job is counted while a stuck long text holds it', async () => {
+    counter = new TokenCounter(15_000);
+    await warm(counter);
+    // A long run of one character, which cannot be cut: the thread of long texts is stuck on it for minutes.
+    let stuckSettled = false;
+    const stuck = counter.count(['a'.repeat(1_000_000)], 'account-a').then((r) => {
+      stuckSettled = true;
+      return r;
+    });
+    // Short jobs, the same owner's and another's, are counted apart (loading its thread may take a few).
+    let short = await counter.count(['Hello, world!'], 'account-b');
+    for (let i = 0; i < 60 && !short.exact; i++) short = await counter.count(['Hello, world!'], 'account-b');
+    expect(short).toEqual({ counts: [countTokens('Hello, world!')], exact: true });
+    expect(await counter.count(['a question', 'and its answer'], 'account-a')).toEqual({
+      counts: [countTokens('a question'), countTokens('and its answer')],
+      exact: true,
+    });
+    expect(stuckSettled).toBe(false);
+    await counter.close();
+    expect(await stuck).toEqual({ counts: [1_000_000], exact: false });
   });
 
   it('with two threads, a short job is counted while a stuck one holds the other', async () => {

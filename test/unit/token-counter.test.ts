@@ -52,7 +52,9 @@ describe('TokenCounter: o200k counts off the event loop, bounded in time', () =>
     expect(value).toEqual({ counts: [1_000_000, 5], exact: false });
     expect(took).toBeGreaterThanOrEqual(290);
     expect(took).toBeLessThan(3_000);
-    expect(stallMs).toBeLessThan(50);
+    // Counted on the event loop, the count would be one stall as long as all of it; off it, no stall comes
+    // near (a busy machine stretches both alike).
+    expect(stallMs).toBeLessThan(took / 3);
     // The stuck thread was ended: counts are exact again on a new one once it has loaded the tokenizer
     // (a count asked while it loads gets byte counts at its deadline; the loading thread is left alone).
     let next = await counter.count(['Hello, world!']);
