@@ -166,7 +166,14 @@ function upstreamCalls(): number {
 /** The error type each door gives a status (Anthropic's on the Messages door). */
 function typeOn(door: Door, status: number): string {
   if (door === 'messages') return messagesErrorType(status);
-  return { 401: 'authentication_error', 403: 'permission_error', 429: 'rate_limit_error' }[status] ?? '';
+  return (
+    {
+      401: 'authentication_error',
+      402: 'insufficient_balance',
+      403: 'permission_error',
+      429: 'rate_limit_error',
+    }[status] ?? ''
+  );
 }
 
 describe('refusals of a key control on every door: the error, no upstream call, no charge', () => {
@@ -202,6 +209,17 @@ describe('refusals of a key control on every door: the error, no upstream call, 
           'key_expired',
         );
         expect(message).toMatch(/expired at 20\d\d-/);
+      });
+
+      it('a call its spend limit cannot cover: 402 key_limit_exceeded, saying what is left', async () => {
+        const message = await refusedWithoutCharge(
+          door,
+          { limitNano: 1_000, limitReset: 'daily' },
+          'prov-deepseek',
+          402,
+          'key_limit_exceeded',
+        );
+        expect(message).toMatch(/limit is \$[\d.]+ and \$[\d.]+ is left\. It resets at 20\d\d-/);
       });
 
       it('a model outside the allow-list: 403 model_not_allowed, naming what the key may use', async () => {
@@ -312,6 +330,7 @@ describe('GET /api/v1/key reports the key controls', () => {
       limitReset: 'never',
       expiresAt,
       allowed: ['prov-qwen'],
+      rpm: 7,
       tpm: 5_000,
     });
     const res = await h.server.app.inject({
@@ -324,6 +343,6 @@ describe('GET /api/v1/key reports the key controls', () => {
     expect(body.limit).toEqual({ amount: 2, remaining: 2, reset: 'never', resets_at: null });
     expect(body.expires_at).toBe(expiresAt / 1000);
     expect(body.allowed).toEqual(['prov-qwen']);
-    expect((body.limits as Record<string, unknown>).tokens_per_minute).toBe(5_000);
+    expect(body.limits).toMatchObject({ requests_per_minute: 7, tokens_per_minute: 5_000 });
   });
 });
