@@ -10,7 +10,7 @@ interface RateDecision {
   /** When refused: the limit passed (the first one, when several are). */
   refusedBy?: RateLimitName;
   /** With a tokens-per-minute limit: the tokens the key's calls settled in the last 60 s. */
-  settledTokens?: number;
+  settledTokens?: number | undefined;
 }
 
 /** A key's own per-minute limits (its controls); null: none. */
@@ -99,21 +99,25 @@ class SettledTokens {
     else entries.push({ second, tokens });
   }
 
-  /** The tokens settled in the last 60 s, and the milliseconds until fewer than `tpm` are. */
-  check(keyId: string, tpm: number, now: number): { used: number; waitMs: number } {
+  /** The tokens settled in the last 60 s (older seconds are dropped). */
+  used(keyId: string, now: number): number {
     const entries = this.seconds.get(keyId);
-    if (!entries) return { used: 0, waitMs: 0 };
+    if (!entries) return 0;
     const second = Math.floor(now / 1000);
     while (entries.length > 0 && (entries[0]?.second ?? 0) <= second - 60) entries.shift();
     let used = 0;
     for (const e of entries) used += e.tokens;
-    if (used < tpm) return { used, waitMs: 0 };
+    return used;
+  }
+
+  /** Milliseconds until fewer than `tpm` of the `used` tokens are in the window (at least 1). */
+  waitUnder(keyId: string, tpm: number, used: number, now: number): number {
     let left = used;
-    for (const e of entries) {
+    for (const e of this.seconds.get(keyId) ?? []) {
       left -= e.tokens;
-      if (left < tpm) return { used, waitMs: (e.second + 60) * 1000 - now };
+      if (left < tpm) return Math.max(1, (e.second + 60) * 1000 - now);
     }
-    return { used, waitMs: 0 };
+    return 1;
   }
 
   private dropIdle(second: number): void {
@@ -223,25 +227,31 @@ export class KeyLimiter {
   /** Every limit is checked before a bucket is drawn from: a refusal takes nothing. */
   private takeWithOwn(keyId: string, own: KeyRates): void {
     const now = this.now();
+    let refusedBy: RateLimitName | undefined;
+    let waitMs = 0;
     const global = this.rpm > 0 ? this.buckets.refill(keyId, this.rpm, now) : undefined;
-    const mine = own.rpm !== null ? this.ownBuckets.refill(keyId, own.rpm, now) : undefined;
-    const tokens = own.tpm !== null ? this.settled.check(keyId, own.tpm, now) : undefined;
-    const decision: RateDecision = { allowed: true, retryAfterMs: 0 };
-    const passed = (name: RateLimitName, waitMs: number) => {
-      if (waitMs <= 0) return;
-      decision.allowed = false;
-      decision.refusedBy ??= name;
-      decision.retryAfterMs = Math.max(decision.retryAfterMs, waitMs);
-    };
-    if (global) passed('rpm', bucketWait(global));
-    if (mine) passed('key_rpm', bucketWait(mine));
-    if (tokens) {
-      decision.settledTokens = tokens.used;
-      passed('key_tpm', tokens.used >= (own.tpm ?? 0) ? Math.max(1, tokens.waitMs) : 0);
+    if (global !== undefined && global.tokens < 1) {
+      refusedBy = 'rpm';
+      waitMs = bucketWait(global);
     }
-    if (!decision.allowed) throw this.rateLimited(decision, own);
-    if (global) global.tokens -= 1;
-    if (mine) mine.tokens -= 1;
+    const mine = own.rpm !== null ? this.ownBuckets.refill(keyId, own.rpm, now) : undefined;
+    if (mine !== undefined && mine.tokens < 1) {
+      refusedBy ??= 'key_rpm';
+      waitMs = Math.max(waitMs, bucketWait(mine));
+    }
+    let settledTokens: number | undefined;
+    if (own.tpm !== null) {
+      settledTokens = this.settled.used(keyId, now);
+      if (settledTokens >= own.tpm) {
+        refusedBy ??= 'key_tpm';
+        waitMs = Math.max(waitMs, this.settled.waitUnder(keyId, own.tpm, settledTokens, now));
+      }
+    }
+    if (refusedBy !== undefined) {
+      throw this.rateLimited({ allowed: false, retryAfterMs: waitMs, refusedBy, settledTokens }, own);
+    }
+    if (global !== undefined) global.tokens -= 1;
+    if (mine !== undefined) mine.tokens -= 1;
   }
 
   private rateLimited(decision: RateDecision, own: KeyRates | undefined): GatewayError {
