@@ -127,7 +127,7 @@ describe('bin/tollgate (operator contract)', () => {
     expect(missing.code).not.toBe(0);
   });
 
-  it('keys create refuses the 11th active key', async () => {
+  it('keys create refuses the 11th active key', { timeout: 90_000 }, async () => {
     for (let i = 0; i < 10; i++) {
       const r = await runCli(
         ['keys', 'create', '--email', 'ops@example.test', '--name', `k${i}`, '--json'],
