@@ -36,6 +36,8 @@ function atCapacity(): GatewayError {
 export class Exchange {
   /** Whether the client closed the connection before the whole answer was written to it. */
   clientGone = false;
+  /** Told the tokens of the call once settled, when its key has a tokens-per-minute limit. */
+  tokensSettled: ((tokens: number) => void) | undefined = undefined;
   private leaveKey: (() => void) | undefined;
   private leaveProcess: (() => void) | undefined;
   private finished = false;
@@ -91,7 +93,8 @@ export class Exchange {
  * checks"):
  * 1. the process at its in-flight cap → 503, before any authentication work;
  * 2. the Bearer key → 401, before the body is read, so 401 comes before 400/413/415;
- * 3. the key's limits, requests per minute and in flight → 429;
+ * 3. the key's limits — requests per minute (`KEY_RATE_LIMIT_RPM` and its own), its own tokens per
+ *    minute, requests in flight — → 429;
  * 4. the key's bodies still arriving (src/http/pending-bodies.ts) → 429, closing the connection like
  *    past the address's cap;
  * 5. once the body is in and parsed, the process-wide slot → 503; body errors come before it.
@@ -110,7 +113,13 @@ export function registerAdmission(app: FastifyInstance, deps: AdmissionDeps): vo
     request.exchange = exchange;
     const auth = await deps.authenticator.authenticate(authorizationOf(request));
     request.auth = auth;
-    exchange.holdKeySlot(await deps.keyLimiter.acquire(auth.keyId));
+    const { controls } = auth;
+    exchange.holdKeySlot(await deps.keyLimiter.acquire(auth.keyId, controls));
+    if (controls !== undefined && controls.tpm !== null) {
+      const { keyLimiter } = deps;
+      const { keyId } = auth;
+      exchange.tokensSettled = (tokens) => keyLimiter.tokensSettled(keyId, tokens);
+    }
     countBodyForKey(request, reply, auth.keyId);
   });
 
@@ -159,5 +168,6 @@ export function callContext(
     keyAllowed: auth.controls?.allowed,
     startedAt: request.startedAt,
     clientGone: () => exchange.clientGone,
+    tokensSettled: exchange.tokensSettled,
   };
 }

@@ -5,11 +5,11 @@ import { redactUrlPassword } from '../redact-url.js';
 import { LocalRotationCounter, type RotationCounter } from '../routing/rotation.js';
 import type { ClusterEvent } from './change-bus.js';
 import { ATTEMPTS_TIMEOUT_MS, SharedAttempts } from './shared-attempts.js';
-import { type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
+import { type OwnRates, type RateDecision, SharedRateLimit } from './shared-rate-limit.js';
 import { SharedRotationCounter } from './shared-rotation.js';
 
 export type { ClusterEvent } from './change-bus.js';
-export type { RateDecision } from './shared-rate-limit.js';
+export type { OwnRates, RateDecision } from './shared-rate-limit.js';
 
 /**
  * State shared by the instances of one deployment over Redis (`REDIS_URL`), or this process's own when
@@ -18,8 +18,16 @@ export type { RateDecision } from './shared-rate-limit.js';
 export interface Cluster {
   /** The auto-rotation counter (shared when Redis is up). */
   rotation: RotationCounter;
-  /** The per-key requests-per-minute bucket across instances, or undefined without Redis. */
-  rateLimit: { take(keyId: string, rpm: number): Promise<RateDecision | undefined> } | undefined;
+  /**
+   * The per-key requests-per-minute buckets (`KEY_RATE_LIMIT_RPM`'s and the key's own) and the key's
+   * settled tokens of the last minute across instances, or undefined without Redis.
+   */
+  rateLimit:
+    | {
+        take(keyId: string, rpm: number, own?: OwnRates): Promise<RateDecision | undefined>;
+        addTokens(keyId: string, tokens: number): void;
+      }
+    | undefined;
   /** The login throttle's windows across instances, or undefined without Redis. */
   attempts: SharedAttemptStore | undefined;
   /** Tells the other instances (fire and forget: each receiver has its own bound if it is missed). */

@@ -125,6 +125,7 @@ export async function settleCall(
       'actual cost exceeded hold and balance; shortfall recorded',
     );
   }
+  ctx.tokensSettled?.(bill.promptTokens + bill.completionTokens);
   completion.inputCostNano = charged.inputCostNano;
   completion.outputCostNano = charged.outputCostNano;
   completion.balanceNano = charged.balanceNano;

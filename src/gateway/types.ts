@@ -84,6 +84,8 @@ export interface RequestContext {
   startedAt: number;
   /** Whether the client has disconnected (checked when the usage row is written). */
   clientGone: () => boolean;
+  /** Told the prompt and completion tokens of the settled call (its key's tokens-per-minute count). */
+  tokensSettled?: ((tokens: number) => void) | undefined;
   /** The request asked for a stream (its deadline is STREAM_TIMEOUT_MS, not REQUEST_TIMEOUT_MS). */
   stream?: boolean;
   /** The caller's `Idempotency-Key` and a hash of the request body, when the header was sent. */

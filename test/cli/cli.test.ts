@@ -127,7 +127,7 @@ describe('bin/tollgate (operator contract)', () => {
     expect(missing.code).not.toBe(0);
   });
 
-  it('keys create refuses the 11th active key', async () => {
+  it('keys create refuses the 11th active key', { timeout: 90_000 }, async () => {
     for (let i = 0; i < 10; i++) {
       const r = await runCli(
         ['keys', 'create', '--email', 'ops@example.test', '--name', `k${i}`, '--json'],
@@ -143,10 +143,78 @@ describe('bin/tollgate (operator contract)', () => {
     expect(JSON.parse(eleventh.stderr).error.code).toBe('limit_reached');
   });
 
+  it(
+    "keys create and update take a key's controls (--rpm and --tpm among them); keys list shows them",
+    { timeout: 90_000 },
+    async () => {
+      const email = 'limits@example.test';
+      expect((await runCli(['accounts', 'create', '--email', email, '--json'], env)).code).toBe(0);
+      const r = await runCli(
+        [
+          'keys',
+          'create',
+          '--email',
+          email,
+          '--name',
+          'ci',
+          '--limit',
+          '5',
+          '--limit-reset',
+          'monthly',
+          '--expires',
+          '2099-01-01T00:00:00Z',
+          '--allow',
+          'prov-qwen,gemini-2.5-flash',
+          '--rpm',
+          '30',
+          '--tpm',
+          '20000',
+          '--json',
+        ],
+        env,
+      );
+      expect(r.code, r.stderr).toBe(0);
+      const created = json(r.stdout);
+      expect(created).toMatchObject({
+        limit: 5,
+        limit_reset: 'monthly',
+        spent_in_window: 0,
+        remaining: 5,
+        expires_at: '2099-01-01T00:00:00.000Z',
+        allowed: ['prov-qwen', 'gemini-2.5-flash'],
+        rpm: 30,
+        tpm: 20000,
+      });
+      const id = created.id as string;
+      const updated = await runCli(
+        ['keys', 'update', '--email', email, '--id', id, '--rpm', '12', '--tpm', 'none', '--json'],
+        env,
+      );
+      expect(updated.code, updated.stderr).toBe(0);
+      expect(json(updated.stdout)).toMatchObject({
+        id,
+        limit: 5,
+        rpm: 12,
+        tpm: null,
+        allowed: ['prov-qwen', 'gemini-2.5-flash'],
+      });
+      // Each process takes a second or more on a loaded machine: the list is read as text, its JSON is
+      // the same rows as the answers above (`controlsRow`).
+      const shown = await runCli(['keys', 'list', '--email', email], env);
+      expect(shown.stdout).toContain('limit $5 monthly, spent $0, left $5');
+      expect(shown.stdout).toContain('12 rpm');
+      expect(shown.stdout).not.toContain('tpm');
+      expect(shown.stdout).toContain('expires 2099-01-01');
+      const refused = await runCli(['keys', 'update', '--email', email, '--id', id, '--tpm', '1.5'], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toContain('--tpm must be a positive whole number or none');
+    },
+  );
+
   it('ledger check --json reports ok', async () => {
     const r = await runCli(['ledger', 'check', '--json'], env);
     expect(r.code).toBe(0);
-    expect(json(r.stdout)).toMatchObject({ ok: true, accounts: 1, problems: [] });
+    expect(json(r.stdout)).toMatchObject({ ok: true, accounts: 2, problems: [] });
   });
 
   it('usage errors exit 2 with a message on stderr', async () => {

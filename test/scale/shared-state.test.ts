@@ -4,6 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-key.js';
 import { createKey } from '../../src/auth/keys.js';
 import { ACCOUNT_FAILURES } from '../../src/auth/login-throttle.js';
+import { RedisLink } from '../../src/cluster/redis-link.js';
+import { SharedRateLimit } from '../../src/cluster/shared-rate-limit.js';
 import { loadConfig } from '../../src/config/index.js';
 import { createServer, type Server } from '../../src/http/server.js';
 import { type Simulator, startSimulator } from '../../src/simulator/index.js';
@@ -197,6 +199,61 @@ describe('the requests-per-minute limit is counted across instances', () => {
       const limited = await chat(server, user.key);
       expect(limited.status).toBe(429);
       expect((limited.body.error as { code: string }).code).toBe('rate_limit_exceeded');
+    }
+  });
+});
+
+describe("a key's own RPM and TPM in Redis (one script call)", () => {
+  it('the window of settled tokens, its Retry-After, and a refusal that draws from no bucket', async () => {
+    const link = new RedisLink({
+      url: TEST_REDIS_URL,
+      timeoutMs: 2_000,
+      logger: pino({ level: 'silent' }),
+      name: 'unit',
+    });
+    try {
+      expect(await link.ready(2_000)).toBe(true);
+      const limits = new SharedRateLimit(link, `${redis.prefix}rate:`);
+      const tokensKey = `${redis.prefix}rate:tokens:key_t`;
+      const [seconds] = (await link.client.time()) as [string | number, string | number];
+      const now = Number(seconds);
+      // Settled 60 s ago (out of the window, dropped), 50 s ago and 10 s ago.
+      await link.client.hset(
+        tokensKey,
+        String(now - 60),
+        '1000',
+        String(now - 50),
+        '60',
+        String(now - 10),
+        '50',
+      );
+      const refused = await limits.take('key_t', 0, { rpm: 0, tpm: 100 });
+      expect(refused).toMatchObject({ allowed: false, refusedBy: 'key_tpm', settledTokens: 110 });
+      // Under 100 once the 60 of 50 s ago leave the window: in about 10 s (Redis counts in whole seconds).
+      expect(refused?.retryAfterMs).toBeGreaterThan(8_000);
+      expect(refused?.retryAfterMs).toBeLessThanOrEqual(10_000);
+      expect(await link.client.hexists(tokensKey, String(now - 60))).toBe(0);
+      // Admitted under a limit above the count; a settle adds to the count.
+      expect(await limits.take('key_t', 0, { rpm: 0, tpm: 111 })).toMatchObject({
+        allowed: true,
+        settledTokens: 110,
+      });
+      limits.addTokens('key_t', 5);
+      expect(await limits.take('key_t', 0, { rpm: 0, tpm: 200 })).toMatchObject({ settledTokens: 115 });
+
+      // KEY_RATE_LIMIT_RPM 3 and the key's own 2: the own one refuses the third, taking nothing from
+      // the global bucket, which then still admits one more without the key's own limit.
+      expect((await limits.take('key_r', 3, { rpm: 2, tpm: 0 }))?.allowed).toBe(true);
+      expect((await limits.take('key_r', 3, { rpm: 2, tpm: 0 }))?.allowed).toBe(true);
+      for (let i = 0; i < 3; i++) {
+        const own = await limits.take('key_r', 3, { rpm: 2, tpm: 0 });
+        expect(own).toMatchObject({ allowed: false, refusedBy: 'key_rpm' });
+        expect(own?.retryAfterMs).toBeGreaterThan(25_000);
+      }
+      expect((await limits.take('key_r', 3))?.allowed).toBe(true);
+      expect(await limits.take('key_r', 3)).toMatchObject({ allowed: false, refusedBy: 'rpm' });
+    } finally {
+      await link.close();
     }
   });
 });

@@ -45,6 +45,106 @@ describe('KeyLimiter', () => {
   });
 });
 
+function refusal(fn: () => unknown): GatewayError | undefined {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof GatewayError) return e;
+    throw e;
+  }
+  return undefined;
+}
+
+describe("KeyLimiter: a key's own requests and tokens per minute (this instance's state)", () => {
+  it('its own RPM beside the global one: the stricter refuses, naming itself, and a refusal takes nothing', () => {
+    let t = 0;
+    const limiter = new KeyLimiter(4, 0, () => t);
+    const own = { rpm: 2, tpm: null };
+    limiter.admit('k', own);
+    limiter.admit('k', own);
+    const refused = refusal(() => limiter.admit('k', own));
+    expect(refused?.code).toBe('rate_limit_exceeded');
+    expect(refused?.message).toContain('own limit of 2 requests per minute');
+    expect(refused?.retryAfterSeconds).toBe(30);
+    // The refusals drew nothing from the global bucket: two more of its four are left for the key without
+    // its own limit (the same key id, e.g. after the limit is cleared).
+    for (let i = 0; i < 5; i++) refusal(() => limiter.admit('k', own));
+    limiter.admit('k');
+    limiter.admit('k');
+    expect(refusal(() => limiter.admit('k'))?.message).toContain('Rate limit of 4 requests per minute');
+    // 30 s later the own bucket has one request again, but the global one (4/min) has two.
+    t = 30_000;
+    limiter.admit('k', own);
+    expect(refusal(() => limiter.admit('k', own))?.message).toContain('own limit of 2');
+    // Other keys are not touched.
+    limiter.admit('other', own);
+  });
+
+  it('its own TPM: admitted while the tokens settled in the last 60 s are under it; Retry-After when they fall under', () => {
+    let t = 1_000_000;
+    const limiter = new KeyLimiter(0, 0, () => t);
+    const own = { rpm: null, tpm: 100 };
+    limiter.admit('k', own);
+    limiter.tokensSettled('k', 60);
+    t += 10_000;
+    limiter.admit('k', own);
+    limiter.tokensSettled('k', 50);
+    // 110 settled in the last minute: refused until the 60 of t=1000 s leave the window.
+    t += 5_000;
+    const refused = refusal(() => limiter.admit('k', own));
+    expect(refused?.code).toBe('rate_limit_exceeded');
+    expect(refused?.message).toContain('own limit of 100 tokens per minute');
+    expect(refused?.message).toContain('110 tokens');
+    expect(refused?.retryAfterSeconds).toBe(45);
+    t = 1_000_000 + 59_999;
+    expect(refusal(() => limiter.admit('k', own))).toBeDefined();
+    t = 1_000_000 + 60_000;
+    limiter.admit('k', own);
+    // Tokens of a key without the limit, or none, count nothing.
+    limiter.tokensSettled('k', 0);
+    limiter.admit('k', own);
+    expect(refusal(() => limiter.admit('free', { rpm: null, tpm: null }))).toBeUndefined();
+  });
+
+  it('a key with limits of its own asks the shared state once per call, and falls back to its own state', async () => {
+    const calls: unknown[][] = [];
+    let reachable = true;
+    const shared = {
+      take: async (keyId: string, rpm: number, own?: { rpm: number; tpm: number }) => {
+        calls.push([keyId, rpm, own]);
+        if (!reachable) return undefined;
+        return own?.tpm
+          ? { allowed: false, retryAfterMs: 12_345, refusedBy: 'key_tpm' as const, settledTokens: 77 }
+          : { allowed: true, retryAfterMs: 0 };
+      },
+      added: [] as unknown[],
+      addTokens(keyId: string, tokens: number) {
+        this.added.push([keyId, tokens]);
+      },
+    };
+    const limiter = new KeyLimiter(0, 0, () => 0, shared);
+    // No limits at all: the shared state is not asked.
+    (await limiter.acquire('k', { rpm: null, tpm: null }))();
+    expect(calls).toEqual([]);
+    (await limiter.acquire('k', { rpm: 3, tpm: null }))();
+    expect(calls).toEqual([['k', 0, { rpm: 3, tpm: 0 }]]);
+    const refused = await limiter.acquire('k', { rpm: null, tpm: 50 }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(GatewayError);
+    expect((refused as GatewayError).message).toContain('own limit of 50 tokens per minute');
+    expect((refused as GatewayError).message).toContain('77 tokens');
+    expect((refused as GatewayError).retryAfterSeconds).toBe(13);
+    limiter.tokensSettled('k', 40);
+    expect(shared.added).toEqual([['k', 40]]);
+    // Redis away: this instance's own count (40 < 50) decides.
+    reachable = false;
+    (await limiter.acquire('k', { rpm: null, tpm: 50 }))();
+    limiter.tokensSettled('k', 10);
+    expect(await limiter.acquire('k', { rpm: null, tpm: 50 }).catch((e: unknown) => e)).toBeInstanceOf(
+      GatewayError,
+    );
+  });
+});
+
 describe('InFlight', () => {
   it('caps admissions and resolves idle() when the last one ends', async () => {
     const inFlight = new InFlight(2);

@@ -6,7 +6,10 @@ type Schema = Record<string, unknown>;
 const RESPONSES_ERRORS: ErrorCode[] = [
   'missing_api_key',
   'invalid_api_key',
+  'key_expired',
   'insufficient_balance',
+  'key_limit_exceeded',
+  'model_not_allowed',
   'streaming_not_supported',
   'invalid_request',
   'unsupported_parameter',
