@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg as machineLoad } from 'node:os';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import type { ClosedGenerator, Job, JobResult, LoadgenMessage } from './loadgen.js';
@@ -320,4 +320,39 @@ export class LoadGen {
     if (this.child.connected) this.child.disconnect();
     if (!(await waitForExit(this.child, 5_000))) this.child.kill('SIGKILL');
   }
+}
+
+// ── script frame ─────────────────────────────────────────────────────────────
+
+export interface Script {
+  pinning: Pinning;
+  startedAt: Date;
+  /** A progress line on stderr, with the seconds since the start. */
+  log(line: string): void;
+}
+
+/**
+ * Runs a bench script: pins this process to the load CPU, transpiles the child scripts, logs the machine,
+ * runs `main`, and cleans up whatever it started, on success, failure or Ctrl-C.
+ */
+export function runScript(name: string, noPin: boolean, main: (script: Script) => Promise<void>): void {
+  const startedAt = new Date();
+  const log = (line: string) => {
+    const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
+    process.stderr.write(`[${t}s] ${line}\n`);
+  };
+  const pinning = detectPinning(noPin);
+  pinSelf(pinning.load);
+  compileChildScripts();
+  const load = (machineLoad() ?? []).map((n) => n.toFixed(2)).join(' ');
+  log(`${cpus().length} CPUs, node ${process.version}, load average ${load}`);
+  log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
+  main({ pinning, startedAt, log })
+    .catch((err: unknown) => {
+      process.stderr.write(
+        `${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exitCode = 1;
+    })
+    .finally(() => cleanupAll());
 }

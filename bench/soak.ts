@@ -5,20 +5,12 @@
  * c50 maximum, measured first — for `--duration` seconds (300 by default), in segments whose latency and
  * errors are reported. Its RSS is sampled every `--sample-every` seconds. After the `--settle` warm-up,
  * memory is flat when every sample stays within ±10% of the first one after it. Writes
- * `bench/results/soak-<ISO time>.json`. See bench/README.md.
+ * `bench/results/soak-<ISO time>.json`. See docs/performance.md.
  */
 import type { ClosedResult, OpenResult } from './loadgen.js';
 import { readFlags } from './options.js';
 import { peakRssKb, rssKb } from './proc-stats.js';
-import {
-  cleanupAll,
-  compileChildScripts,
-  detectPinning,
-  LoadGen,
-  NO_PIN_FLAG,
-  pinSelf,
-  requireWrk,
-} from './processes.js';
+import { LoadGen, NO_PIN_FLAG, requireWrk, runScript } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { type RunningTarget, startTarget, tempDir } from './targets.js';
 
@@ -51,23 +43,12 @@ const options = {
 };
 const generator = requireWrk();
 
-const startedAt = new Date();
-const log = (line: string) => {
-  const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${t}s] ${line}\n`);
-};
-
 interface Sample {
   atSec: number;
   rssMb: number;
 }
 
-async function main(): Promise<void> {
-  const pinning = detectPinning(flags.boolean('no-pin'));
-  pinSelf(pinning.load);
-  compileChildScripts();
-  log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
-
+runScript('bench:soak', flags.boolean('no-pin'), async ({ pinning, startedAt, log }) => {
   const temp = tempDir('soak');
   const loadgen = LoadGen.start(pinning.load);
   let target: RunningTarget | undefined;
@@ -200,13 +181,4 @@ async function main(): Promise<void> {
     await loadgen.close();
     temp.remove();
   }
-}
-
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(
-      `bench:soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exitCode = 1;
-  })
-  .finally(() => cleanupAll());
+});

@@ -1,14 +1,9 @@
 /**
- * The targets the benchmark measures, each started as its own process:
- *
- * 1. `sim`      — the upstream simulator itself (zero latency): the ceiling.
- * 2. `bare`     — `bench/bare-proxy.ts`, node:http + one undici Pool: the floor any Node gateway pays.
- * 3. `sqlite`   — `bin/tollgate serve` on a fresh SQLite file: auth, hold, settle and a usage row per call.
- * 4. `postgres` — the same with `DATABASE_URL=postgres://…`, on a fresh database per run.
- * 5. `portkey`  — Portkey's open-source gateway, when `@portkey-ai/gateway` is installed.
- *
- * For 2–5 the upstream is a simulator on the load CPU; for 1 the simulator is the target (on the target
- * CPU). Every target is probed with one real request (must answer 200) before it is measured.
+ * The targets, each its own process: `sim` (the upstream simulator alone: the ceiling), `bare`
+ * (`bare-proxy.ts`: the floor any Node gateway pays), `sqlite` (`bin/tollgate serve` on a fresh SQLite
+ * file), `postgres` (the same on a fresh PostgreSQL database, with Redis when given) and `portkey` (when
+ * installed). For all but `sim` the upstream is a simulator on the load CPU. Each is probed with one
+ * request (it must answer 200) before it is measured.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -46,20 +41,11 @@ export const BENCH_CREDIT_NANO = 1_000_000 * 1_000_000_000;
 /** A target that cannot run here (not installed, store not supported, …): reported, not fatal. */
 export class Unavailable extends Error {}
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
-
-export const TINY_MESSAGES: ChatMessage[] = [{ role: 'user', content: 'hi' }];
+export const TINY_MESSAGES = [{ role: 'user', content: 'hi' }];
 
 /** The request body: `model` is the gateway's provider name or the upstream's model name. */
-export function chatBody(
-  model: string,
-  messages: readonly ChatMessage[] = TINY_MESSAGES,
-  maxTokens = 16,
-): string {
-  return JSON.stringify({ model, messages, max_tokens: maxTokens });
+function chatBody(model: string): string {
+  return JSON.stringify({ model, messages: TINY_MESSAGES, max_tokens: 16 });
 }
 
 /** The simulator's base URL for the benchmark provider, as the official SDK of its wire format takes it. */
@@ -100,14 +86,11 @@ export interface TargetContext {
   dir: string;
   /** Admin connection for creating a database per run (`postgres` target). */
   pgAdminUrl: string;
-  /** Messages of every request (default: one short user message). */
-  messages?: readonly ChatMessage[];
+  /** Redis of the `postgres` target (none when empty or unset). */
+  redisUrl?: string;
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
-  /**
-   * Accounts (one key each) the Tollgate targets' load is spread over, request by request (default 1:
-   * every call holds and settles on one account row).
-   */
+  /** Accounts (one key each) Tollgate's load is spread over, request by request (default 1). */
   accounts?: number;
   /** The request body, instead of a plain call with `messages` (e.g. a streamed one). */
   body?: (model: string) => string;
@@ -152,7 +135,7 @@ export function startSimulatorJanitor(simUrl: string): () => void {
 }
 
 function bodyOf(ctx: TargetContext, model: string): string {
-  return ctx.body ? ctx.body(model) : chatBody(model, ctx.messages ?? TINY_MESSAGES);
+  return ctx.body ? ctx.body(model) : chatBody(model);
 }
 
 function simRequest(simUrl: string, ctx: TargetContext): RequestSpec {
@@ -286,7 +269,7 @@ async function seedAccounts(databaseUrl: string, count: number): Promise<string[
 /** `bin/tollgate serve --json` pinned to the target CPU, every provider pointed at the upstream simulator. */
 async function startTollgate(
   ctx: TargetContext,
-  options: { name: 'sqlite' | 'postgres'; databaseUrl: string },
+  options: { name: 'sqlite' | 'postgres'; databaseUrl: string; env?: Record<string, string> },
 ): Promise<RunningTarget> {
   const keys = await seedAccounts(options.databaseUrl, ctx.accounts ?? 1);
   return withUpstream(ctx, async (sim) => {
@@ -300,6 +283,7 @@ async function startTollgate(
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         ...providerEnv(sim.url),
+        ...options.env,
         ...ctx.tollgateEnv,
       }),
       cpu: ctx.pinning.target,
@@ -376,7 +360,10 @@ async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
   try {
     let target: RunningTarget;
     try {
-      target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url });
+      const redis = ctx.redisUrl
+        ? { REDIS_URL: ctx.redisUrl, REDIS_KEY_PREFIX: `tollgate-bench-${randomBytes(4).toString('hex')}:` }
+        : undefined;
+      target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url, env: redis });
     } catch (err) {
       // Any start-up failure (the store not supported yet, a migration error) makes the target unavailable.
       const message = err instanceof Error ? err.message : String(err);
