@@ -11,11 +11,6 @@ import { RawClient, type RawRequest, type RequestSpec, requestHead } from './raw
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import { WrkRun } from './wrk.js';
 
-export interface CpuProbe {
-  pid: number;
-  withDescendants: boolean;
-}
-
 /** The closed loop's client: wrk (its path), or this process's own (`raw`). */
 export type ClosedGenerator = { kind: 'wrk'; path: string } | { kind: 'raw' };
 
@@ -27,7 +22,7 @@ export interface ClosedJob {
   warmupSec: number;
   durationSec: number;
   /** Processes whose CPU time is read at the window's ends (the target). */
-  cpu: CpuProbe[];
+  cpu: number[];
   /** Also the CPU time of every process with this command name (e.g. `postgres`). */
   cpuCommand?: string;
 }
@@ -97,8 +92,8 @@ function outcomes(ok: number, non200: number, errors: number, statuses: Record<s
 /** The CPUs this process is pinned to (with the upstream simulator): whose busy share is reported. */
 const LOAD_CPUS = allowedCpus();
 
-function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
-  return probes.map((p) => cpuTimeUs(p.pid, p.withDescendants));
+function cpuNow(pids: readonly number[]): (number | undefined)[] {
+  return pids.map((pid) => cpuTimeUs(pid));
 }
 
 async function runClosed(job: ClosedJob): Promise<ClosedResult> {

@@ -52,7 +52,7 @@ export async function measure(
     connections: options.connections,
     warmupSec: options.warmupSec,
     durationSec: options.durationSec,
-    cpu: [{ pid: target.pid, withDescendants: target.withDescendants }],
+    cpu: [target.pid],
     ...(target.cpuCommand ? { cpuCommand: target.cpuCommand } : {}),
   });
   const hwm = peakRssKb(target.pid);

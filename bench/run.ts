@@ -41,7 +41,7 @@ const flags = readFlags('npm run bench --', {
   },
   'redis-url': {
     type: 'string',
-    help: "Redis of the PostgreSQL target, '' for none (default redis://127.0.0.1:6379)",
+    help: 'Redis of the PostgreSQL target, none for none (default redis://127.0.0.1:6379)',
   },
   'no-pin': NO_PIN_FLAG,
   env: {

@@ -17,13 +17,6 @@ import { type RunningTarget, startTarget, tempDir } from './targets.js';
 const flags = readFlags('npm run bench:soak --', {
   duration: { type: 'string', help: 'seconds of steady load (default 300)' },
   rate: { type: 'string', help: 'offered requests/s (default: half of the measured c50 maximum)' },
-  'sample-every': { type: 'string', help: 'seconds between RSS samples (default 5)' },
-  settle: {
-    type: 'string',
-    help: 'seconds of warm-up left out of the flatness check (default 60, at most 1/5 of the run)',
-  },
-  segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
-  tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
   'no-pin': NO_PIN_FLAG,
   env: {
     type: 'string',
@@ -34,10 +27,11 @@ const flags = readFlags('npm run bench:soak --', {
 const durationSec = flags.number('duration', 300);
 const options = {
   durationSec,
-  sampleEverySec: Math.max(0.5, flags.number('sample-every', 5)),
-  settleSec: Math.min(flags.number('settle', 60), durationSec / 5),
-  segmentSec: Math.max(1, flags.number('segment', 30)),
-  tolerancePercent: flags.number('tolerance', 10),
+  /** RSS sampled every 5 s; the first 60 s (at most a fifth) are warm-up; segments of 30 s; ±10%. */
+  sampleEverySec: 5,
+  settleSec: Math.min(60, durationSec / 5),
+  segmentSec: 30,
+  tolerancePercent: 10,
   rate: flags.string('rate') === undefined ? undefined : flags.number('rate', 0),
   tollgateEnv: flags.env('env'),
 };

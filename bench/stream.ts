@@ -81,19 +81,6 @@ let log: (line: string) => void = () => {};
 
 // ── targets ──────────────────────────────────────────────────────────────────
 
-interface StreamTarget {
-  name: StreamTargetName;
-  pid: number;
-  /** The origin and the chat route's path on it. */
-  url: string;
-  path: string;
-  /** One per account; stream i uses the (i mod n)-th. */
-  authorizations: string[];
-  body: Buffer;
-  databaseUrl?: string;
-  stop(): Promise<void>;
-}
-
 /** With the usage chunk, which Tollgate asks its upstream for anyway: both upstreams stream the same. */
 function streamBody(model: string): string {
   return JSON.stringify({
@@ -106,11 +93,7 @@ function streamBody(model: string): string {
 }
 
 /** A target of `npm run bench` whose upstream streams at the pace given at its start. */
-async function startStreamTarget(
-  name: StreamTargetName,
-  pinning: Pinning,
-  dir: string,
-): Promise<StreamTarget> {
+async function startStreamTarget(name: StreamTargetName, pinning: Pinning, dir: string) {
   const running = await startTarget(name, {
     pinning,
     dir,
@@ -125,19 +108,18 @@ async function startStreamTarget(
     // One upstream connection per stream in flight, as Tollgate's agent opens.
     bareArgs: ['--stream', '--connections', String(options.streams + options.latencyStreams + 8)],
   });
-  const { request } = running;
-  const url = new URL(request.url);
+  const url = new URL(running.request.url);
+  const { authorizations, headers, body } = running.request;
   return {
-    name,
-    pid: running.pid,
+    ...running,
     url: url.origin,
     path: url.pathname,
-    authorizations: request.authorizations ?? [request.headers.authorization as string],
-    body: Buffer.from(request.body),
-    ...(running.databaseUrl ? { databaseUrl: running.databaseUrl } : {}),
-    stop: running.stop,
+    /** One per account; stream i uses the (i mod n)-th. */
+    authorizations: authorizations ?? [headers.authorization as string],
+    body: Buffer.from(body),
   };
 }
+type StreamTarget = Awaited<ReturnType<typeof startStreamTarget>>;
 
 // ── client ───────────────────────────────────────────────────────────────────
 
@@ -256,7 +238,7 @@ async function runPhase(
   slots: number,
   more: () => boolean,
 ): Promise<PhaseReport> {
-  const targetCpu0 = cpuTimeUs(target.pid, true);
+  const targetCpu0 = cpuTimeUs(target.pid);
   const loadBusy = busyShare(allowedCpus());
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -289,7 +271,7 @@ async function runPhase(
     gaps: tally.gaps.summary(),
     durations: tally.durations.summary(),
     eventsPerStream: completed > 0 ? tally.events / completed : undefined,
-    targetCpu: share(targetCpu0, cpuTimeUs(target.pid, true)),
+    targetCpu: share(targetCpu0, cpuTimeUs(target.pid)),
     loadCpuBusy: loadBusy(),
     clientLoopDelayP99Ms: loop.percentile(99) / 1e6,
     ...(sampledKb > 0 ? { peakRssMb: sampledKb / 1024 } : {}),

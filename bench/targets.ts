@@ -6,10 +6,10 @@
  * request (it must answer 200) before it is measured.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
@@ -69,8 +69,6 @@ export interface RunningTarget {
   name: TargetName;
   /** The measured process. */
   pid: number;
-  /** Count the CPU of its descendants too (Tollgate, should it ever start helpers). */
-  withDescendants: boolean;
   /** Also count the CPU of processes with this command name (the database server). */
   cpuCommand?: string;
   request: RequestSpec;
@@ -86,7 +84,7 @@ export interface TargetContext {
   dir: string;
   /** Admin connection for creating a database per run (`postgres` target). */
   pgAdminUrl: string;
-  /** Redis of the `postgres` target (none when empty or unset). */
+  /** Redis of the `postgres` target (none when unset or `none`). */
   redisUrl?: string;
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
@@ -198,7 +196,6 @@ async function startSimTarget(ctx: TargetContext): Promise<RunningTarget> {
   return {
     name: 'sim',
     pid: sim.pid,
-    withDescendants: false,
     request,
     process: sim,
     stop: async () => {
@@ -231,7 +228,7 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
       await proxy.stop();
       throw err;
     }
-    return { name: 'bare', pid: proxy.pid, withDescendants: false, request, process: proxy };
+    return { name: 'bare', pid: proxy.pid, request, process: proxy };
   });
 }
 
@@ -305,7 +302,6 @@ async function startTollgate(
     return {
       name: options.name,
       pid: gateway.pid,
-      withDescendants: true,
       ...(options.name === 'postgres' ? { cpuCommand: 'postgres' } : {}),
       databaseUrl: options.databaseUrl,
       request,
@@ -360,9 +356,10 @@ async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
   try {
     let target: RunningTarget;
     try {
-      const redis = ctx.redisUrl
-        ? { REDIS_URL: ctx.redisUrl, REDIS_KEY_PREFIX: `tollgate-bench-${randomBytes(4).toString('hex')}:` }
-        : undefined;
+      const redis =
+        ctx.redisUrl && ctx.redisUrl !== 'none'
+          ? { REDIS_URL: ctx.redisUrl, REDIS_KEY_PREFIX: `tollgate-bench-${randomBytes(4).toString('hex')}:` }
+          : undefined;
       target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url, env: redis });
     } catch (err) {
       // Any start-up failure (the store not supported yet, a migration error) makes the target unavailable.
@@ -384,18 +381,9 @@ async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
 
 // ── Portkey ──────────────────────────────────────────────────────────────────
 
-/**
- * The start script of `@portkey-ai/gateway` when it is installed: its package's `bin`
- * (`build/start-server.js`), which takes `--port=N` and `--headless`.
- *
- * @see https://github.com/Portkey-AI/gateway/blob/main/src/start-server.ts
- */
-export function portkeyStartScript(): string | undefined {
-  const pkgFile = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'package.json');
-  if (!existsSync(pkgFile)) return undefined;
-  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { bin?: string | Record<string, string> };
-  const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin ? Object.values(pkg.bin)[0] : undefined;
-  const script = join(dirname(pkgFile), bin ?? 'build/start-server.js');
+/** The start script of `@portkey-ai/gateway`, when installed: it takes `--port=N` and `--headless`. */
+function portkeyStartScript(): string | undefined {
+  const script = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
   return existsSync(script) ? script : undefined;
 }
 
@@ -446,7 +434,7 @@ async function startPortkeyTarget(ctx: TargetContext): Promise<RunningTarget> {
       probe: () => probe(request).then(() => true),
       timeoutMs: 30_000,
     });
-    return { name: 'portkey', pid: gateway.pid, withDescendants: true, request, process: gateway };
+    return { name: 'portkey', pid: gateway.pid, request, process: gateway };
   });
 }
 
