@@ -1,15 +1,7 @@
 /**
- * The floor any Node gateway pays: a `node:http` server that forwards each request (method, path, the
- * headers that matter, body) through one undici Pool to the upstream and sends the answer back. No
- * parsing, no auth, no accounting — only the two HTTP hops. Bodies are buffered both ways, as a gateway
- * that reads the request and the answer must do.
- *
- * With `--stream` (for `npm run bench:stream`) the answer is not buffered: undici writes each chunk of the
- * upstream's body to the client as it arrives (server-sent events pass through unparsed, at the client's
- * pace), the floor of a streaming gateway.
- *
- * `node dist/bench/bare-proxy.js --upstream http://127.0.0.1:PORT [--connections 64] [--stream]` prints one
- * JSON line `{"url": …}` once listening; closes on SIGTERM/SIGINT.
+ * The floor any Node gateway pays: `node:http` forwarding each request through one undici Pool, bodies
+ * buffered both ways, no parsing, auth or accounting. `--stream`: the answer's chunks are written as they
+ * arrive. `node dist/bench/bare-proxy.js --upstream URL [--connections 64] [--stream]` prints `{"url": …}`.
  *
  * @see https://undici.nodejs.org/#/docs/api/Pool
  * @see https://undici.nodejs.org/#/docs/api/Dispatcher?id=dispatcherstreamoptions-factory-callback

@@ -1,32 +1,15 @@
 /**
- * The load generator: a child process (pinned by the harness to the load generator's CPU) that runs one job
- * at a time, sent over the IPC channel, and answers with its figures.
- *
- * - `closed`: N connections each sending the next request as soon as the previous answer arrived. At c50 on
- *   wrk (`wrk.ts`): its warm-up is a wrk run of its own and the window a second one, and its figures are
- *   wrk's. At c1 on this process's own client (`raw-http.ts`), which times every answer as it is (wrk
- *   corrects for coordinated omission, which at one connection invents a tail). Either way the target's CPU
- *   time is read from /proc at the window's two ends, so the CPU window and the request count cover the
- *   same interval.
- * - `open`: requests sent at fixed scheduled times (every 1/rate s) whatever the answers do, over the same
- *   client with enough connections; latency is measured from the *scheduled* send time, so a stalled
- *   target shows up in the latency instead of slowing the generator down (no coordinated omission).
- *
- * Every answer's status is checked: anything but 200 is counted (and reported) as an error.
- *
- * This file and what it imports are run by plain `node` (transpiled by the harness): it must not import
- * anything from `src/`.
+ * The load generator: a child process on the load CPU running one job at a time, sent over IPC.
+ * `closed`: N connections, each sending the next request when the previous answer arrived (c50 on wrk,
+ * c1 on `raw-http.ts`), the target's CPU time read from /proc at the window's two ends. `open`: sends at
+ * fixed scheduled times whatever the answers do, latency timed from the *scheduled* send (no coordinated
+ * omission). Anything but 200 counts as an error. Run by plain `node`: imports nothing from `src/`.
  */
 import { performance } from 'node:perf_hooks';
 import { allowedCpus, busyShare, cpuTimeOfCommandUs, cpuTimeUs } from './proc-stats.js';
 import { RawClient, type RawRequest, type RequestSpec, requestHead } from './raw-http.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import { WrkRun } from './wrk.js';
-
-export interface CpuProbe {
-  pid: number;
-  withDescendants: boolean;
-}
 
 /** The closed loop's client: wrk (its path), or this process's own (`raw`). */
 export type ClosedGenerator = { kind: 'wrk'; path: string } | { kind: 'raw' };
@@ -39,7 +22,7 @@ export interface ClosedJob {
   warmupSec: number;
   durationSec: number;
   /** Processes whose CPU time is read at the window's ends (the target). */
-  cpu: CpuProbe[];
+  cpu: number[];
   /** Also the CPU time of every process with this command name (e.g. `postgres`). */
   cpuCommand?: string;
 }
@@ -52,24 +35,16 @@ export interface OpenJob {
   /** Sends in the first `warmupSec` are made but not counted. */
   warmupSec: number;
   durationSec: number;
-  /** Connections the generator may open (default 512). */
-  connections?: number;
-  /** How long to wait for the last answers after the last send (default 30 s); unanswered → timeouts. */
-  drainSec?: number;
 }
 
 export type Job = ClosedJob | OpenJob;
 
+/** Answers with 200, with another status, and none (connection errors, timeouts); error rate 0..1. */
 export interface Outcomes {
-  /** Answers with status 200. */
   ok: number;
-  /** Answers with another status. */
   non200: number;
-  /** Requests that got no answer (connection errors, timeouts). */
   errors: number;
-  /** Count per non-200 status. */
   statuses: Record<string, number>;
-  /** (non200 + errors) / all requests counted, 0..1. */
   errorRate: number;
 }
 
@@ -79,10 +54,7 @@ export interface ClosedResult extends Outcomes {
   windowSec: number;
   /** 200 answers per second inside the window. */
   rps: number;
-  /**
-   * With the raw client, each answer's time; with wrk, wrk's figures, which it corrects for coordinated
-   * omission (samples added for every answer slower than the mean cycle), so their tail is higher.
-   */
+  /** Each answer's time (raw client), or wrk's, corrected for coordinated omission. */
   latency: LatencySummary;
   /** CPU µs used by each probed process over the window (undefined where /proc is not readable). */
   cpuUs: (number | undefined)[];
@@ -104,10 +76,7 @@ export interface OpenResult extends Outcomes {
   service: LatencySummary;
   /** How late the generator itself sent (actual − scheduled). */
   sendLag: LatencySummary;
-  /**
-   * How busy the load generator's CPUs (the generator, and the upstream simulator pinned with it) were
-   * over the measured sends, 0..1: near 1, the latency measured that CPU rather than the target.
-   */
+  /** How busy the load CPU (generator and upstream) was over the sends, 0..1. */
   loadCpuBusy: number | undefined;
 }
 
@@ -123,8 +92,8 @@ function outcomes(ok: number, non200: number, errors: number, statuses: Record<s
 /** The CPUs this process is pinned to (with the upstream simulator): whose busy share is reported. */
 const LOAD_CPUS = allowedCpus();
 
-function cpuNow(probes: readonly CpuProbe[]): (number | undefined)[] {
-  return probes.map((p) => cpuTimeUs(p.pid, p.withDescendants));
+function cpuNow(pids: readonly number[]): (number | undefined)[] {
+  return pids.map((pid) => cpuTimeUs(pid));
 }
 
 async function runClosed(job: ClosedJob): Promise<ClosedResult> {
@@ -133,10 +102,7 @@ async function runClosed(job: ClosedJob): Promise<ClosedResult> {
 
 type WindowFigures = Pick<ClosedResult, 'cpuUs' | 'cpuCommandUs' | 'loadCpuBusy'>;
 
-/**
- * Starts a measurement window: the probed processes' CPU time, the `cpuCommand` processes' and how busy
- * this process's CPUs are, read now and again when the returned function is called.
- */
+/** A measurement window: CPU times and the load CPU's busy share, read now and when it is closed. */
 function openWindow(job: ClosedJob): () => WindowFigures {
   const cpuStart = cpuNow(job.cpu);
   const commandStart = job.cpuCommand ? cpuTimeOfCommandUs(job.cpuCommand) : undefined;
@@ -256,7 +222,7 @@ function rawRequest(spec: RequestSpec): RawRequest {
 
 async function runOpen(job: OpenJob): Promise<OpenResult> {
   const raw = rawRequest(job.request);
-  const client = new RawClient(raw, job.connections ?? 512);
+  const client = new RawClient(raw, 512);
   const heads = (job.request.authorizations ?? [undefined]).map((a) => requestHead(raw, a));
   let nextHead = 0;
   const latency = new Samples(Math.ceil(job.rate * job.durationSec) + 16);
@@ -273,10 +239,8 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
   const interval = 1000 / job.rate;
   const total = Math.max(1, Math.round(job.rate * (job.warmupSec + job.durationSec)));
   const warmupSends = Math.round(job.rate * job.warmupSec);
-  // At low rates (the 200/s phase) the generator spins (setImmediate) for the last millisecond before each
-  // send so it sends on time; that costs a share of its CPU there. Above 250/s it would starve the
-  // upstream sharing its CPU, so sends are batched per timer tick instead (up to ~1 ms late). Either way
-  // `sendLag` reports how late it actually was.
+  // Up to 250/s the generator spins for the last millisecond before each send so it sends on time; above,
+  // sends are batched per timer tick (up to ~1 ms late). `sendLag` says how late it was.
   const spin = job.rate <= 250;
 
   const windowEnd = () => start + total * interval;
@@ -345,7 +309,7 @@ async function runOpen(job: OpenJob): Promise<OpenResult> {
     const drained = new Promise<void>((resolve) => {
       onIdle = resolve;
     });
-    const deadline = sleep((job.drainSec ?? 30) * 1000).then(() => 'timeout' as const);
+    const deadline = sleep(30_000).then(() => 'timeout' as const);
     if ((await Promise.race([drained, deadline])) === 'timeout') {
       abandoned = true;
       errors += pending;

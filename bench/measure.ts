@@ -1,21 +1,22 @@
 /**
  * One measurement of one running target: the closed-loop maximum at c50 (after the warm-up, with the
- * target's CPU time over the same window and its peak RSS), the unloaded latency at c1, and the open-loop
- * latency at a fixed rate and at half the target's own c50 maximum.
+ * target's CPU time over the same window and its peak RSS), the unloaded latency at c1, the open-loop
+ * latency at a fixed rate, and Tollgate's own `x-tollgate-overhead-ms` over calls one at a time.
  */
 import type { ClosedGenerator, ClosedResult, OpenResult } from './loadgen.js';
 import { peakRssKb } from './proc-stats.js';
 import type { LoadGen } from './processes.js';
+import type { RequestSpec } from './raw-http.js';
+import { median } from './stats.js';
 import type { RunningTarget } from './targets.js';
 
 export interface PhaseOptions {
   warmupSec: number;
   durationSec: number;
-  /** Offered rate of the fixed-rate open-loop phase (200/s by default). */
+  /** Offered rate of the open-loop phase (200/s by default). */
   fixedRate: number;
   /** Closed-loop connections of the throughput phase (50). */
   connections: number;
-  /** The client of the c50 phase. */
   generator: ClosedGenerator;
 }
 
@@ -23,16 +24,15 @@ export interface RunMetrics {
   c50: ClosedResult;
   c1: ClosedResult;
   openFixed: OpenResult;
-  openHalf: OpenResult;
-  /** Half of this run's c50 requests/s: the rate offered in `openHalf`. */
-  halfRate: number;
   /** Target CPU per completed request over the c50 window, µs. */
   cpuUsPerReq: number | undefined;
   /** CPU of the database server processes per request over the same window (PostgreSQL), µs. */
   dbCpuUsPerReq: number | undefined;
   /** VmHWM of the target after the c50 phase, MB. */
   peakRssMb: number | undefined;
-  /** The worst error rate of the four phases, 0..1. */
+  /** Median of the `x-tollgate-overhead-ms` header over calls one at a time, µs (Tollgate only). */
+  overheadHeaderUs?: number | undefined;
+  /** The worst error rate of the phases, 0..1. */
   errorRate: number;
 }
 
@@ -52,7 +52,7 @@ export async function measure(
     connections: options.connections,
     warmupSec: options.warmupSec,
     durationSec: options.durationSec,
-    cpu: [{ pid: target.pid, withDescendants: target.withDescendants }],
+    cpu: [target.pid],
     ...(target.cpuCommand ? { cpuCommand: target.cpuCommand } : {}),
   });
   const hwm = peakRssKb(target.pid);
@@ -81,26 +81,33 @@ export async function measure(
     durationSec: options.durationSec,
   });
 
-  const halfRate = Math.max(1, Math.round(c50.rps / 2));
-  log(`open loop at ${halfRate}/s (half of its c${options.connections} maximum)`);
-  const openHalf = await loadgen.run<OpenResult>({
-    kind: 'open',
-    request,
-    rate: halfRate,
-    warmupSec: shortWarmup,
-    durationSec: options.durationSec,
-  });
-
   return {
     c50,
     c1,
     openFixed,
-    openHalf,
-    halfRate,
     cpuUsPerReq: cpuUs === undefined || completed === 0 ? undefined : cpuUs / completed,
     dbCpuUsPerReq:
       c50.cpuCommandUs === undefined || completed === 0 ? undefined : c50.cpuCommandUs / completed,
     peakRssMb: hwm === undefined ? undefined : hwm / 1024,
-    errorRate: Math.max(c50.errorRate, c1.errorRate, openFixed.errorRate, openHalf.errorRate),
+    overheadHeaderUs: await overheadHeaderUs(request),
+    errorRate: Math.max(c50.errorRate, c1.errorRate, openFixed.errorRate),
   };
+}
+
+/** The median `x-tollgate-overhead-ms` of `calls` calls sent one at a time, µs; undefined without it. */
+async function overheadHeaderUs(request: RequestSpec, calls = 200): Promise<number | undefined> {
+  const values: number[] = [];
+  for (let i = 0; i < calls; i++) {
+    const authorization = request.authorizations?.[i % request.authorizations.length];
+    const response = await fetch(request.url, {
+      method: 'POST',
+      headers: authorization ? { ...request.headers, authorization } : request.headers,
+      body: request.body,
+    });
+    await response.arrayBuffer();
+    const header = response.headers.get('x-tollgate-overhead-ms');
+    if (header === null) return undefined;
+    values.push(Number(header) * 1000);
+  }
+  return median(values);
 }

@@ -24,68 +24,17 @@ export function clkTck(): number {
   return clockTicks;
 }
 
-interface StatFields {
-  ppid: number;
-  /** utime + stime of the process itself (all its threads), in ticks. */
-  own: number;
-  /** cutime + cstime: children it has waited for, in ticks. */
-  reaped: number;
-}
-
-function readStat(pid: number): StatFields | undefined {
+/** CPU time used so far, µs: the process's own utime + stime and what it reaped from finished children. */
+export function cpuTimeUs(pid: number): number | undefined {
   let text: string;
   try {
     text = readFileSync(`/proc/${pid}/stat`, 'utf8');
   } catch {
     return undefined;
   }
-  // The command name (field 2) is in parentheses and may contain spaces: split after the last ')'.
+  // The command name (field 2) is in parentheses and may contain spaces: field n is rest[n - 3].
   const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
-  // rest[0] is field 3 (state); field n is rest[n - 3].
-  const field = (n: number) => Number(rest[n - 3]);
-  return { ppid: field(4), own: field(14) + field(15), reaped: field(16) + field(17) };
-}
-
-/** Every live descendant of `pid` (children, grandchildren, …), from the ppid of each process in /proc. */
-export function descendants(pid: number): number[] {
-  let entries: string[];
-  try {
-    entries = readdirSync('/proc');
-  } catch {
-    return [];
-  }
-  const childrenOf = new Map<number, number[]>();
-  for (const entry of entries) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = readStat(Number(entry));
-    if (!stat) continue;
-    const list = childrenOf.get(stat.ppid);
-    if (list) list.push(Number(entry));
-    else childrenOf.set(stat.ppid, [Number(entry)]);
-  }
-  const out: number[] = [];
-  const queue = [pid];
-  while (queue.length > 0) {
-    const next = queue.shift() as number;
-    for (const child of childrenOf.get(next) ?? []) {
-      out.push(child);
-      queue.push(child);
-    }
-  }
-  return out;
-}
-
-/**
- * CPU time used so far, in microseconds: the process's own utime + stime, what it reaped from finished
- * children, and (with `withDescendants`) the live descendants' own time.
- */
-export function cpuTimeUs(pid: number, withDescendants = false): number | undefined {
-  const stat = readStat(pid);
-  if (!stat) return undefined;
-  let ticks = stat.own + stat.reaped;
-  if (withDescendants) {
-    for (const child of descendants(pid)) ticks += readStat(child)?.own ?? 0;
-  }
+  const ticks = [14, 15, 16, 17].reduce((sum, n) => sum + Number(rest[n - 3]), 0);
   return (ticks * 1e6) / clkTck();
 }
 
@@ -175,8 +124,8 @@ export function cpuTimeOfCommandUs(comm: string): number | undefined {
       const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
       const name = text.slice(text.indexOf('(') + 1, text.lastIndexOf(')'));
       if (name !== comm) continue;
-      const stat = readStat(Number(entry));
-      if (stat) ticks += stat.own;
+      const rest = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      ticks += Number(rest[14 - 3]) + Number(rest[15 - 3]);
     } catch {
       // the process ended meanwhile
     }

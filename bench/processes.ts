@@ -1,13 +1,10 @@
 /**
- * Child processes of the harness: CPU pinning with `taskset`, starting a server and waiting for the
- * `{"url": …}` line it prints, stopping it, the load generator client, and clean-up on exit or Ctrl-C.
- *
- * Output of every server goes to a file, not a pipe: a process blocks writing to a full pipe, so a busy
- * harness would otherwise throttle the server it measures.
+ * Child processes: pinning with `taskset`, servers started until they print `{"url": …}` (output to a file:
+ * a full pipe would throttle them), the load generator, the scripts' frame, clean-up on exit or Ctrl-C.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
-import { cpus } from 'node:os';
+import { cpus, loadavg as machineLoad } from 'node:os';
 import { join, resolve } from 'node:path';
 import ts from 'typescript';
 import type { ClosedGenerator, Job, JobResult, LoadgenMessage } from './loadgen.js';
@@ -16,11 +13,7 @@ import { findWrk } from './wrk.js';
 
 export const ROOT = resolve(import.meta.dirname, '..');
 export const BIN = join(ROOT, 'bin', 'tollgate');
-/**
- * The node flags of `bin/tollgate`'s `#!/usr/bin/env -S node …` line: a measured Tollgate is started as
- * `node <these flags> bin/tollgate serve` (node named explicitly, to pin it and to wrap it in a profiler),
- * which is how an operator's `bin/tollgate serve` runs.
- */
+/** The node flags of `bin/tollgate`'s `#!` line: Tollgate is measured as `node <flags> bin/tollgate serve`. */
 export function binNodeFlags(): string[] {
   const first = readFileSync(BIN, 'utf8').split('\n', 1)[0] ?? '';
   const match = first.match(/^#!\S*env -S node(?<flags>( --\S+)*)\s*$/);
@@ -104,12 +97,11 @@ for (const event of ['uncaughtException', 'unhandledRejection'] as const) {
   });
 }
 
-let signalledAt: number | undefined;
+let signalledAt = 0;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
-    // Ctrl-C reaches this process twice (from the terminal and relayed by tsx): only a signal well after
-    // the first one means "stop now, skip the clean-up".
-    if (signalledAt !== undefined) {
+    // Ctrl-C comes twice (the terminal's and tsx's relay): a signal well after the first skips the clean-up.
+    if (signalledAt > 0) {
       if (Date.now() - signalledAt > 2_000) process.exit(130);
       return;
     }
@@ -141,8 +133,6 @@ export interface SpawnOptions {
   cpu: string | undefined;
   /** Directory for the output file. */
   dir: string;
-  /** How the URL is found in the output (default: the `"url":"…"` of a JSON line). */
-  ready?: RegExp;
   /** For servers that print no URL: it is this, once `probe` accepts. */
   fixedUrl?: string;
   probe?: () => Promise<boolean>;
@@ -193,7 +183,7 @@ export async function startProcess(options: SpawnOptions): Promise<RunningProces
   const unregister = onCleanup(() => stop(2_000));
 
   const end = Date.now() + (options.timeoutMs ?? 30_000);
-  const pattern = options.ready ?? /"url"\s*:\s*"([^"]+)"/;
+  const pattern = /"url"\s*:\s*"([^"]+)"/;
   for (;;) {
     if (options.fixedUrl !== undefined) {
       if (options.probe && (await options.probe().catch(() => false))) {
@@ -234,10 +224,7 @@ export function baseEnv(extra: Record<string, string> = {}): Record<string, stri
 /** The harness's own child-process scripts; they import nothing from `src/`. */
 const CHILD_SCRIPTS = ['stats.ts', 'proc-stats.ts', 'raw-http.ts', 'wrk.ts', 'loadgen.ts', 'bare-proxy.ts'];
 
-/**
- * Transpiles the child-process scripts to `dist/bench/*.js`, so they run under plain `node`: a loader such
- * as tsx would add its own start-up, memory and helper process to the processes being measured.
- */
+/** Transpiles the child-process scripts to `dist/bench/*.js`: plain `node`, no loader in what is measured. */
 export function compileChildScripts(): void {
   mkdirSync(BENCH_DIST, { recursive: true });
   for (const file of CHILD_SCRIPTS) {
@@ -320,4 +307,39 @@ export class LoadGen {
     if (this.child.connected) this.child.disconnect();
     if (!(await waitForExit(this.child, 5_000))) this.child.kill('SIGKILL');
   }
+}
+
+// ── script frame ─────────────────────────────────────────────────────────────
+
+export interface Script {
+  pinning: Pinning;
+  startedAt: Date;
+  /** A progress line on stderr, with the seconds since the start. */
+  log(line: string): void;
+}
+
+/**
+ * Runs a bench script: pins this process to the load CPU, transpiles the child scripts, logs the machine,
+ * runs `main`, and cleans up whatever it started, on success, failure or Ctrl-C.
+ */
+export function runScript(name: string, noPin: boolean, main: (script: Script) => Promise<void>): void {
+  const startedAt = new Date();
+  const log = (line: string) => {
+    const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
+    process.stderr.write(`[${t}s] ${line}\n`);
+  };
+  const pinning = detectPinning(noPin);
+  pinSelf(pinning.load);
+  compileChildScripts();
+  const load = (machineLoad() ?? []).map((n) => n.toFixed(2)).join(' ');
+  log(`${cpus().length} CPUs, node ${process.version}, load average ${load}`);
+  log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
+  main({ pinning, startedAt, log })
+    .catch((err: unknown) => {
+      process.stderr.write(
+        `${name} failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
+      );
+      process.exitCode = 1;
+    })
+    .finally(() => cleanupAll());
 }

@@ -1,9 +1,7 @@
 /**
- * A minimal HTTP/1.1 client for the open-loop generator: keep-alive sockets, one request at a time per
- * socket, requests pre-serialized once, responses parsed just enough to find their status and end
- * (Content-Length or chunked). On a 2-core machine the generator shares its CPU with the upstream, so it
- * must cost as little as wrk per request; a general-purpose client (undici) costs about
- * three times as much.
+ * A minimal HTTP/1.1 client for c1 and the open loops: keep-alive sockets, requests serialized once,
+ * responses parsed just enough for their status and end. It shares the load CPU with the upstream, so it
+ * must cost little (undici costs about three times as much per request).
  *
  * @see https://www.rfc-editor.org/rfc/rfc9112
  */

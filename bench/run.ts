@@ -2,24 +2,17 @@
  * `npm run bench` — Tollgate against the physical limit, side by side in one run.
  *
  * For run in 1..N, for each target (fresh processes every time): the simulator alone, a bare undici proxy,
- * Tollgate on SQLite, Tollgate on PostgreSQL, and Portkey's gateway when installed. Each is measured at
- * c50 (req/s, CPU per request, peak RSS), at c1 (unloaded latency) and open-loop at a fixed rate and at
- * half its own maximum. Prints a table with ratios against the bare proxy and the goals, and
- * writes `bench/results/<ISO time>.json`. See bench/README.md.
+ * Tollgate on SQLite, Tollgate on PostgreSQL + Redis, and Portkey's gateway when installed. Each is
+ * measured at c50 (req/s, CPU per request, peak RSS), at c1 (unloaded latency) and open-loop at a fixed
+ * rate; Tollgate also by its own `x-tollgate-overhead-ms`. Prints a table with ratios against the bare
+ * proxy and the goals, and writes `bench/results/<ISO time>.json`. See docs/performance.md.
  */
 import { measure } from './measure.js';
 import { readFlags } from './options.js';
-import {
-  cleanupAll,
-  compileChildScripts,
-  detectPinning,
-  LoadGen,
-  NO_PIN_FLAG,
-  pinSelf,
-  requireWrk,
-} from './processes.js';
+import { LoadGen, NO_PIN_FLAG, requireWrk, runScript } from './processes.js';
 import {
   evaluateGoals,
+  fmt,
   machineInfo,
   type RunRecord,
   renderGoals,
@@ -46,6 +39,10 @@ const flags = readFlags('npm run bench --', {
     type: 'string',
     help: 'admin URL used to create a database per run (default postgres://postgres@127.0.0.1:5432/test)',
   },
+  'redis-url': {
+    type: 'string',
+    help: 'Redis of the PostgreSQL target, none for none (default redis://127.0.0.1:6379)',
+  },
   'no-pin': NO_PIN_FLAG,
   env: {
     type: 'string',
@@ -62,6 +59,7 @@ const options = {
   connections: Math.max(1, Math.round(flags.number('connections', 50))),
   accounts: Math.max(1, Math.round(flags.number('accounts', 1))),
   pgAdminUrl: flags.string('pg-url') ?? 'postgres://postgres@127.0.0.1:5432/test',
+  redisUrl: flags.string('redis-url') ?? 'redis://127.0.0.1:6379',
 };
 const generator = requireWrk();
 const tollgateEnv = flags.env('env');
@@ -73,27 +71,12 @@ if (unknown.length > 0) {
 }
 const targets = ALL_TARGETS.filter((t) => !only || only.includes(t));
 
-const startedAt = new Date();
-const log = (line: string) => {
-  const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${t}s] ${line}\n`);
-};
-
-async function main(): Promise<void> {
-  const pinning = detectPinning(flags.boolean('no-pin'));
-  pinSelf(pinning.load);
-  compileChildScripts();
+runScript('bench', flags.boolean('no-pin'), async ({ pinning, startedAt, log }) => {
   const machine = machineInfo();
-  log(
-    `${String(machine.cpus)} CPUs, node ${process.version}, load average ${(machine.loadavg as number[])
-      .map((n) => n.toFixed(2))
-      .join(' ')}`,
-  );
-  log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
   log(`c${options.connections} closed loop: wrk (${generator.kind === 'wrk' ? generator.path : ''})`);
   log(
     `${options.runs} run(s) × [${targets.join(', ')}]: c${options.connections} ${options.durationSec}s after ${options.warmupSec}s warm-up, ` +
-      `c1, open loop at ${options.fixedRate}/s and at half max (${options.durationSec}s each)`,
+      `c1 and an open loop at ${options.fixedRate}/s (${options.durationSec}s each)`,
   );
 
   const records: RunRecord[] = [];
@@ -112,6 +95,7 @@ async function main(): Promise<void> {
             pinning,
             dir: temp.dir,
             pgAdminUrl: options.pgAdminUrl,
+            redisUrl: options.redisUrl,
             tollgateEnv,
             accounts: options.accounts,
           });
@@ -157,11 +141,18 @@ async function main(): Promise<void> {
   process.stdout.write(`${renderTable(summaries)}\n\n`);
   process.stdout.write(
     `req/s: c${options.connections} closed loop (wrk) · c1: unloaded latency · +p50/+p99: minus the upstream simulator's, in the same phase · ` +
-      `${options.fixedRate}/s and ½max: open loop, latency from the scheduled send time · ` +
+      `header: median x-tollgate-overhead-ms, calls one at a time · ${options.fixedRate}/s: open loop, latency from the scheduled send time · ` +
       'CPU: target process over the c50 window · RSS: VmHWM after c50 · errors: non-200 + failed, worst phase\n\n',
   );
   for (const s of summaries) {
     for (const failure of s.failures) process.stdout.write(`${s.label} ${failure}\n`);
+    if (s.overheadHeaderUs === undefined) continue;
+    // The header starts at Tollgate's first hook and ends at its response headers: Node's HTTP parsing and
+    // writing, and the upstream client's own work, fall outside it but inside the measured added latency.
+    process.stdout.write(
+      `${s.label}: x-tollgate-overhead-ms median ${fmt(s.overheadHeaderUs)} µs, against its measured ` +
+        `added p50 of ${fmt(s.addedP50Us)} µs at c1 (the header leaves out both HTTP hops)\n`,
+    );
   }
   process.stdout.write(`${renderGoals(goals)}\n`);
 
@@ -181,13 +172,4 @@ async function main(): Promise<void> {
     startedAt,
   );
   process.stdout.write(`\nJSON: ${file}\n`);
-}
-
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(
-      `bench failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exitCode = 1;
-  })
-  .finally(() => cleanupAll());
+});

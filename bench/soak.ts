@@ -5,33 +5,18 @@
  * c50 maximum, measured first — for `--duration` seconds (300 by default), in segments whose latency and
  * errors are reported. Its RSS is sampled every `--sample-every` seconds. After the `--settle` warm-up,
  * memory is flat when every sample stays within ±10% of the first one after it. Writes
- * `bench/results/soak-<ISO time>.json`. See bench/README.md.
+ * `bench/results/soak-<ISO time>.json`. See docs/performance.md.
  */
 import type { ClosedResult, OpenResult } from './loadgen.js';
 import { readFlags } from './options.js';
 import { peakRssKb, rssKb } from './proc-stats.js';
-import {
-  cleanupAll,
-  compileChildScripts,
-  detectPinning,
-  LoadGen,
-  NO_PIN_FLAG,
-  pinSelf,
-  requireWrk,
-} from './processes.js';
+import { LoadGen, NO_PIN_FLAG, requireWrk, runScript } from './processes.js';
 import { fmt, machineInfo, table, writeResults } from './report.js';
 import { type RunningTarget, startTarget, tempDir } from './targets.js';
 
 const flags = readFlags('npm run bench:soak --', {
   duration: { type: 'string', help: 'seconds of steady load (default 300)' },
   rate: { type: 'string', help: 'offered requests/s (default: half of the measured c50 maximum)' },
-  'sample-every': { type: 'string', help: 'seconds between RSS samples (default 5)' },
-  settle: {
-    type: 'string',
-    help: 'seconds of warm-up left out of the flatness check (default 60, at most 1/5 of the run)',
-  },
-  segment: { type: 'string', help: 'seconds per reported load segment (default 30)' },
-  tolerance: { type: 'string', help: 'allowed drift from the first settled sample, percent (default 10)' },
   'no-pin': NO_PIN_FLAG,
   env: {
     type: 'string',
@@ -42,32 +27,22 @@ const flags = readFlags('npm run bench:soak --', {
 const durationSec = flags.number('duration', 300);
 const options = {
   durationSec,
-  sampleEverySec: Math.max(0.5, flags.number('sample-every', 5)),
-  settleSec: Math.min(flags.number('settle', 60), durationSec / 5),
-  segmentSec: Math.max(1, flags.number('segment', 30)),
-  tolerancePercent: flags.number('tolerance', 10),
+  /** RSS sampled every 5 s; the first 60 s (at most a fifth) are warm-up; segments of 30 s; ±10%. */
+  sampleEverySec: 5,
+  settleSec: Math.min(60, durationSec / 5),
+  segmentSec: 30,
+  tolerancePercent: 10,
   rate: flags.string('rate') === undefined ? undefined : flags.number('rate', 0),
   tollgateEnv: flags.env('env'),
 };
 const generator = requireWrk();
-
-const startedAt = new Date();
-const log = (line: string) => {
-  const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${t}s] ${line}\n`);
-};
 
 interface Sample {
   atSec: number;
   rssMb: number;
 }
 
-async function main(): Promise<void> {
-  const pinning = detectPinning(flags.boolean('no-pin'));
-  pinSelf(pinning.load);
-  compileChildScripts();
-  log(`pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}`);
-
+runScript('bench:soak', flags.boolean('no-pin'), async ({ pinning, startedAt, log }) => {
   const temp = tempDir('soak');
   const loadgen = LoadGen.start(pinning.load);
   let target: RunningTarget | undefined;
@@ -200,13 +175,4 @@ async function main(): Promise<void> {
     await loadgen.close();
     temp.remove();
   }
-}
-
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(
-      `bench:soak failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exitCode = 1;
-  })
-  .finally(() => cleanupAll());
+});

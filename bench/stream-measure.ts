@@ -1,11 +1,7 @@
 /**
- * What `npm run bench:stream` measures of each streamed answer at the client, and the goals it checks —
- * pure functions and one small class, with no side effects, so that test/unit/bench-stream.test.ts can
- * check them without starting a server.
- *
- * An event ends at its blank line (`\n\n`); its time is the arrival of the chunk that completes it. Time
- * to first byte runs from the send to the chunk holding the first `data:` bytes; the inter-chunk gaps are
- * the times between consecutive events (0 for events that arrive in one read).
+ * What `npm run bench:stream` measures of each streamed answer, and its goals (no side effects). An event
+ * ends at its blank line; TTFB runs from the send to the first `data:` bytes; a gap is the time between
+ * consecutive events (0 within one read).
  *
  * @see https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation
  */

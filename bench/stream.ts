@@ -1,34 +1,16 @@
 /**
- * `npm run bench:stream` — what Tollgate adds to a streamed answer, side by side with a bare pass-through.
- *
- * For each target — the bare streaming proxy (`bench/bare-proxy.ts --stream`) and Tollgate on SQLite with
- * `STREAMING=on` — a fresh upstream simulator streams every answer in `--chunks` pieces at `--rate` pieces
- * a second. The client (this process, on the load CPU with the upstream) sends `stream: true` requests and
- * times each one: time to first byte and the gaps between consecutive events. Two phases per target:
- *
- * 1. latency — `--requests` streams (or `--duration` seconds), `--latency-streams` at a time, after a
- *    warm-up; Tollgate's TTFB p50 and gap p99 minus the bare proxy's are the goals' "added" figures;
- * 2. concurrency — `--streams` open at once for `--hold` seconds: errors, the target's peak RSS, and on
- *    Tollgate exact billing (the bill chunks' `meta.cost.total` summed against the balances' fall, read
- *    through `GET /api/v1/key`) and `tollgate ledger check`.
- *
- * Prints a table and the goals, writes `bench/results/stream-<ISO time>.json`. See bench/README.md.
+ * `npm run bench:stream` — what Tollgate adds to a streamed answer, beside the bare streaming proxy, each
+ * with a fresh upstream streaming `--chunks` pieces at `--rate` a second; the client is this process.
+ * Phases: latency (TTFB and gaps between events, `--latency-streams` at a time) and concurrency
+ * (`--streams` open at once: errors, peak RSS, and Tollgate's bills against its balances' fall and
+ * `ledger check`). Writes `bench/results/stream-<ISO time>.json`. Method: docs/performance.md.
  */
 import { spawnSync } from 'node:child_process';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Pool } from 'undici';
 import { readFlags } from './options.js';
-import { allowedCpus, busyShare, cpuTimeUs, peakRssKb, rssKb } from './proc-stats.js';
-import {
-  BIN,
-  baseEnv,
-  cleanupAll,
-  compileChildScripts,
-  detectPinning,
-  NO_PIN_FLAG,
-  type Pinning,
-  pinSelf,
-} from './processes.js';
+import { allowedCpus, busyShare, cpuTimeUs, rssKb } from './proc-stats.js';
+import { BIN, baseEnv, NO_PIN_FLAG, type Pinning, runScript } from './processes.js';
 import { fmt, machineInfo, renderGoals, table, writeResults } from './report.js';
 import { type LatencySummary, Samples, sleep } from './stats.js';
 import {
@@ -49,7 +31,6 @@ const flags = readFlags('npm run bench:stream --', {
   chunks: { type: 'string', help: 'content chunks of each streamed answer (default 50)' },
   rate: { type: 'string', help: 'chunks per second of each stream (default 20)' },
   requests: { type: 'string', help: 'streams measured in the latency phase (default 100)' },
-  duration: { type: 'string', help: 'seconds of the latency phase, instead of --requests' },
   'latency-streams': { type: 'string', help: 'streams open at once in the latency phase (default 10)' },
   warmup: { type: 'string', help: 'streams before the latency phase, not timed (default 20)' },
   hold: {
@@ -72,7 +53,6 @@ const options = {
   chunks: whole('chunks', 50),
   rate: flags.number('rate', 20),
   requests: whole('requests', 100),
-  durationSec: flags.string('duration') === undefined ? undefined : flags.number('duration', 0),
   latencyStreams: whole('latency-streams', 10),
   warmup: whole('warmup', 20, 0),
   holdSec: flags.number('hold', 10),
@@ -86,12 +66,7 @@ const maxTokens = replyWords * 4 + 64;
 /** Nominal length of one stream, ms: its chunks at the pace. */
 const streamMs = options.rate > 0 ? (options.chunks / options.rate) * 1000 : 0;
 
-/**
- * Tollgate's environment. The per-key limits are off (their defaults, set here so a change of default does
- * not change the benchmark), and so are the caps on bodies still arriving: every stream here comes from one
- * address over a few keys, where a deployment would see many. The process-wide cap of requests in flight
- * leaves room for the concurrency phase.
- */
+/** Per-key limits and body caps off (every stream comes from one address), room for every stream. */
 const tollgateEnv: Record<string, string> = {
   STREAMING: 'on',
   KEY_MAX_CONCURRENT: '0',
@@ -102,31 +77,11 @@ const tollgateEnv: Record<string, string> = {
   ...flags.env('env'),
 };
 
-const startedAt = new Date();
-const log = (line: string) => {
-  const t = ((Date.now() - startedAt.getTime()) / 1000).toFixed(0).padStart(4);
-  process.stderr.write(`[${t}s] ${line}\n`);
-};
+let log: (line: string) => void = () => {};
 
 // ── targets ──────────────────────────────────────────────────────────────────
 
-interface StreamTarget {
-  name: StreamTargetName;
-  pid: number;
-  /** The origin and the chat route's path on it. */
-  url: string;
-  path: string;
-  /** One per account; stream i uses the (i mod n)-th. */
-  authorizations: string[];
-  body: Buffer;
-  databaseUrl?: string;
-  stop(): Promise<void>;
-}
-
-/**
- * Tollgate asks its upstream for the usage chunk whatever the caller asks; so does the bare proxy's client,
- * so that both upstreams stream the same events.
- */
+/** With the usage chunk, which Tollgate asks its upstream for anyway: both upstreams stream the same. */
 function streamBody(model: string): string {
   return JSON.stringify({
     model,
@@ -138,11 +93,7 @@ function streamBody(model: string): string {
 }
 
 /** A target of `npm run bench` whose upstream streams at the pace given at its start. */
-async function startStreamTarget(
-  name: StreamTargetName,
-  pinning: Pinning,
-  dir: string,
-): Promise<StreamTarget> {
+async function startStreamTarget(name: StreamTargetName, pinning: Pinning, dir: string) {
   const running = await startTarget(name, {
     pinning,
     dir,
@@ -157,19 +108,18 @@ async function startStreamTarget(
     // One upstream connection per stream in flight, as Tollgate's agent opens.
     bareArgs: ['--stream', '--connections', String(options.streams + options.latencyStreams + 8)],
   });
-  const { request } = running;
-  const url = new URL(request.url);
+  const url = new URL(running.request.url);
+  const { authorizations, headers, body } = running.request;
   return {
-    name,
-    pid: running.pid,
+    ...running,
     url: url.origin,
     path: url.pathname,
-    authorizations: request.authorizations ?? [request.headers.authorization as string],
-    body: Buffer.from(request.body),
-    ...(running.databaseUrl ? { databaseUrl: running.databaseUrl } : {}),
-    stop: running.stop,
+    /** One per account; stream i uses the (i mod n)-th. */
+    authorizations: authorizations ?? [headers.authorization as string],
+    body: Buffer.from(body),
   };
 }
+type StreamTarget = Awaited<ReturnType<typeof startStreamTarget>>;
 
 // ── client ───────────────────────────────────────────────────────────────────
 
@@ -191,10 +141,7 @@ class PhaseTally {
   }
 }
 
-/**
- * One streamed request, timed as its body arrives: a raw undici dispatch handler, so nothing but the
- * timer's work happens per chunk (no stream object or async iteration in the client's measurement).
- */
+/** One streamed request, timed as its body arrives (a raw undici dispatch handler: no stream objects). */
 function oneStream(pool: Pool, target: StreamTarget, index: number, tally: PhaseTally): Promise<void> {
   return new Promise((resolve) => {
     const sentAt = performance.now();
@@ -247,11 +194,7 @@ function oneStream(pool: Pool, target: StreamTarget, index: number, tally: Phase
   });
 }
 
-/**
- * `slots` streams at a time, each slot starting its next stream when the last one ends, for as long as
- * `more()` says. The slots start spread over one stream's length, so their chunks do not all fall due at
- * the same instants.
- */
+/** `slots` streams at a time while `more()`, the slots' starts spread over one stream's length. */
 async function runSlots(
   pool: Pool,
   target: StreamTarget,
@@ -278,18 +221,13 @@ interface PhaseReport extends PhaseFigures {
   durations: LatencySummary;
   eventsPerStream: number | undefined;
   errorSamples: string[];
-  /** The target's share of one CPU over the phase (0..1). */
+  /** The target's share of one CPU, and how busy the load CPU was (0..1). */
   targetCpu: number | undefined;
-  /** How busy the load CPU(s) — the client's and the upstream's — were, by any process (0..1). */
   loadCpuBusy: number | undefined;
-  /** p99 of this process's event-loop delay, ms: the client's own queueing, inside every figure it times. */
+  /** p99 of the client's event-loop delay, ms: inside every figure it times. */
   clientLoopDelayP99Ms: number;
-  /**
-   * The concurrency phase's peak: the largest VmRSS sampled every 100 ms over it, MB. VmHWM at its end is
-   * kept too, but that peak may be the start-up's, not the streams'.
-   */
+  /** The largest VmRSS sampled every 100 ms over the concurrency phase, MB. */
   peakRssMb?: number;
-  vmHwmMb?: number;
 }
 
 async function runPhase(
@@ -300,7 +238,7 @@ async function runPhase(
   slots: number,
   more: () => boolean,
 ): Promise<PhaseReport> {
-  const targetCpu0 = cpuTimeUs(target.pid, true);
+  const targetCpu0 = cpuTimeUs(target.pid);
   const loadBusy = busyShare(allowedCpus());
   const loop = monitorEventLoopDelay({ resolution: 10 });
   loop.enable();
@@ -322,7 +260,6 @@ async function runPhase(
   const share = (a: number | undefined, b: number | undefined) =>
     a === undefined || b === undefined ? undefined : (b - a) / wallUs;
   const completed = tally.streams - tally.errors;
-  const hwm = peakRssKb(target.pid);
   return {
     phase,
     slots,
@@ -334,15 +271,10 @@ async function runPhase(
     gaps: tally.gaps.summary(),
     durations: tally.durations.summary(),
     eventsPerStream: completed > 0 ? tally.events / completed : undefined,
-    targetCpu: share(targetCpu0, cpuTimeUs(target.pid, true)),
+    targetCpu: share(targetCpu0, cpuTimeUs(target.pid)),
     loadCpuBusy: loadBusy(),
     clientLoopDelayP99Ms: loop.percentile(99) / 1e6,
-    ...(phase === 'concurrent'
-      ? {
-          ...(sampledKb > 0 ? { peakRssMb: sampledKb / 1024 } : {}),
-          ...(hwm === undefined ? {} : { vmHwmMb: hwm / 1024 }),
-        }
-      : {}),
+    ...(sampledKb > 0 ? { peakRssMb: sampledKb / 1024 } : {}),
   };
 }
 
@@ -430,13 +362,8 @@ async function measureTarget(name: StreamTargetName, pinning: Pinning): Promise<
 
     const latencyTally = new PhaseTally();
     billed.push(latencyTally);
-    const more =
-      options.durationSec === undefined
-        ? countdown(options.requests)
-        : until(performance.now() + options.durationSec * 1000);
-    log(
-      `${label}: latency, ${options.durationSec === undefined ? `${options.requests} streams` : `${options.durationSec} s`}, ${options.latencyStreams} at a time`,
-    );
+    log(`${label}: latency, ${options.requests} streams, ${options.latencyStreams} at a time`);
+    const more = countdown(options.requests);
     result.latency = await runPhase('latency', pool, target, latencyTally, options.latencyStreams, more);
     log(`${label}: ${summaryLine(result.latency)}`);
 
@@ -496,22 +423,10 @@ const LOOP_DELAY_LIMIT_MS = 10;
 const TARGET_CPU_LIMIT = 0.95;
 
 function renderStreamTable(results: readonly TargetResult[]): string {
-  const header = [
-    'target',
-    'phase',
-    'open',
-    'streams',
-    'errors',
-    'TTFB p50 ms',
-    'p99 ms',
-    'gap p50 ms',
-    'p99 ms',
-    'max ms',
-    'stream p50 s',
-    'target CPU',
-    'load CPU busy',
-    'RSS MB',
-  ];
+  const header =
+    'target|phase|open|streams|errors|TTFB p50 ms|p99 ms|gap p50 ms|p99 ms|max ms|stream p50 s|target CPU|load CPU busy|RSS MB'.split(
+      '|',
+    );
   const rows: string[][] = [];
   for (const r of results) {
     for (const p of [r.latency, r.concurrent]) {
@@ -568,22 +483,13 @@ function notes(results: readonly TargetResult[]): string[] {
   return out;
 }
 
-async function main(): Promise<void> {
-  const pinning = detectPinning(flags.boolean('no-pin'));
-  pinSelf(pinning.load);
-  compileChildScripts();
+runScript('bench:stream', flags.boolean('no-pin'), async (script) => {
+  const { pinning, startedAt } = script;
+  log = script.log;
   const machine = machineInfo();
   log(
-    `${String(machine.cpus)} CPUs, node ${process.version}, load average ${(machine.loadavg as number[])
-      .map((n) => n.toFixed(2))
-      .join(' ')}`,
-  );
-  log(
-    `pinning: ${pinning.enabled ? pinning.reason : `off (${pinning.reason})`}; the client runs in this process`,
-  );
-  log(
     `[${targets.join(', ')}]: ${options.chunks} chunks at ${options.rate}/s per stream; latency ` +
-      `${options.durationSec === undefined ? `${options.requests} streams` : `${options.durationSec} s`} ` +
+      `${options.requests} streams ` +
       `${options.latencyStreams} at a time; concurrency ${options.streams} at once for ${options.holdSec} s`,
   );
 
@@ -659,13 +565,4 @@ async function main(): Promise<void> {
     startedAt,
   );
   process.stdout.write(`\nJSON: ${file}\n`);
-}
-
-main()
-  .catch((err: unknown) => {
-    process.stderr.write(
-      `bench:stream failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`,
-    );
-    process.exitCode = 1;
-  })
-  .finally(() => cleanupAll());
+});

@@ -10,6 +10,6 @@ export const TARGET_LABELS: Record<TargetName, string> = {
   sim: '(1) upstream simulator',
   bare: '(2) bare undici proxy',
   sqlite: '(3) Tollgate · SQLite',
-  postgres: '(4) Tollgate · PostgreSQL',
+  postgres: '(4) Tollgate · PostgreSQL + Redis',
   portkey: '(5) Portkey gateway',
 };

@@ -1,20 +1,15 @@
 /**
- * The targets the benchmark measures, each started as its own process:
- *
- * 1. `sim`      — the upstream simulator itself (zero latency): the ceiling.
- * 2. `bare`     — `bench/bare-proxy.ts`, node:http + one undici Pool: the floor any Node gateway pays.
- * 3. `sqlite`   — `bin/tollgate serve` on a fresh SQLite file: auth, hold, settle and a usage row per call.
- * 4. `postgres` — the same with `DATABASE_URL=postgres://…`, on a fresh database per run.
- * 5. `portkey`  — Portkey's open-source gateway, when `@portkey-ai/gateway` is installed.
- *
- * For 2–5 the upstream is a simulator on the load CPU; for 1 the simulator is the target (on the target
- * CPU). Every target is probed with one real request (must answer 200) before it is measured.
+ * The targets, each its own process: `sim` (the upstream simulator alone: the ceiling), `bare`
+ * (`bare-proxy.ts`: the floor any Node gateway pays), `sqlite` (`bin/tollgate serve` on a fresh SQLite
+ * file), `postgres` (the same on a fresh PostgreSQL database, with Redis when given) and `portkey` (when
+ * installed). For all but `sim` the upstream is a simulator on the load CPU. Each is probed with one
+ * request (it must answer 200) before it is measured.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import pg from 'pg';
 import { createKey } from '../src/auth/keys.js';
 import { CATALOG, envNameOf } from '../src/providers/catalog.js';
@@ -46,20 +41,11 @@ export const BENCH_CREDIT_NANO = 1_000_000 * 1_000_000_000;
 /** A target that cannot run here (not installed, store not supported, …): reported, not fatal. */
 export class Unavailable extends Error {}
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
-}
-
-export const TINY_MESSAGES: ChatMessage[] = [{ role: 'user', content: 'hi' }];
+export const TINY_MESSAGES = [{ role: 'user', content: 'hi' }];
 
 /** The request body: `model` is the gateway's provider name or the upstream's model name. */
-export function chatBody(
-  model: string,
-  messages: readonly ChatMessage[] = TINY_MESSAGES,
-  maxTokens = 16,
-): string {
-  return JSON.stringify({ model, messages, max_tokens: maxTokens });
+function chatBody(model: string): string {
+  return JSON.stringify({ model, messages: TINY_MESSAGES, max_tokens: 16 });
 }
 
 /** The simulator's base URL for the benchmark provider, as the official SDK of its wire format takes it. */
@@ -83,8 +69,6 @@ export interface RunningTarget {
   name: TargetName;
   /** The measured process. */
   pid: number;
-  /** Count the CPU of its descendants too (Tollgate, should it ever start helpers). */
-  withDescendants: boolean;
   /** Also count the CPU of processes with this command name (the database server). */
   cpuCommand?: string;
   request: RequestSpec;
@@ -100,14 +84,11 @@ export interface TargetContext {
   dir: string;
   /** Admin connection for creating a database per run (`postgres` target). */
   pgAdminUrl: string;
-  /** Messages of every request (default: one short user message). */
-  messages?: readonly ChatMessage[];
+  /** Redis of the `postgres` target (none when unset or `none`). */
+  redisUrl?: string;
   /** Extra environment for Tollgate (e.g. BODY_LIMIT_BYTES). */
   tollgateEnv?: Record<string, string>;
-  /**
-   * Accounts (one key each) the Tollgate targets' load is spread over, request by request (default 1:
-   * every call holds and settles on one account row).
-   */
+  /** Accounts (one key each) Tollgate's load is spread over, request by request (default 1). */
   accounts?: number;
   /** The request body, instead of a plain call with `messages` (e.g. a streamed one). */
   body?: (model: string) => string;
@@ -152,7 +133,7 @@ export function startSimulatorJanitor(simUrl: string): () => void {
 }
 
 function bodyOf(ctx: TargetContext, model: string): string {
-  return ctx.body ? ctx.body(model) : chatBody(model, ctx.messages ?? TINY_MESSAGES);
+  return ctx.body ? ctx.body(model) : chatBody(model);
 }
 
 function simRequest(simUrl: string, ctx: TargetContext): RequestSpec {
@@ -215,7 +196,6 @@ async function startSimTarget(ctx: TargetContext): Promise<RunningTarget> {
   return {
     name: 'sim',
     pid: sim.pid,
-    withDescendants: false,
     request,
     process: sim,
     stop: async () => {
@@ -248,7 +228,7 @@ export async function startBareTarget(ctx: TargetContext): Promise<RunningTarget
       await proxy.stop();
       throw err;
     }
-    return { name: 'bare', pid: proxy.pid, withDescendants: false, request, process: proxy };
+    return { name: 'bare', pid: proxy.pid, request, process: proxy };
   });
 }
 
@@ -286,7 +266,7 @@ async function seedAccounts(databaseUrl: string, count: number): Promise<string[
 /** `bin/tollgate serve --json` pinned to the target CPU, every provider pointed at the upstream simulator. */
 async function startTollgate(
   ctx: TargetContext,
-  options: { name: 'sqlite' | 'postgres'; databaseUrl: string },
+  options: { name: 'sqlite' | 'postgres'; databaseUrl: string; env?: Record<string, string> },
 ): Promise<RunningTarget> {
   const keys = await seedAccounts(options.databaseUrl, ctx.accounts ?? 1);
   return withUpstream(ctx, async (sim) => {
@@ -300,6 +280,7 @@ async function startTollgate(
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         ...providerEnv(sim.url),
+        ...options.env,
         ...ctx.tollgateEnv,
       }),
       cpu: ctx.pinning.target,
@@ -321,7 +302,6 @@ async function startTollgate(
     return {
       name: options.name,
       pid: gateway.pid,
-      withDescendants: true,
       ...(options.name === 'postgres' ? { cpuCommand: 'postgres' } : {}),
       databaseUrl: options.databaseUrl,
       request,
@@ -376,7 +356,11 @@ async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
   try {
     let target: RunningTarget;
     try {
-      target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url });
+      const redis =
+        ctx.redisUrl && ctx.redisUrl !== 'none'
+          ? { REDIS_URL: ctx.redisUrl, REDIS_KEY_PREFIX: `tollgate-bench-${randomBytes(4).toString('hex')}:` }
+          : undefined;
+      target = await startTollgate(ctx, { name: 'postgres', databaseUrl: database.url, env: redis });
     } catch (err) {
       // Any start-up failure (the store not supported yet, a migration error) makes the target unavailable.
       const message = err instanceof Error ? err.message : String(err);
@@ -397,18 +381,9 @@ async function startPostgresTarget(ctx: TargetContext): Promise<RunningTarget> {
 
 // ── Portkey ──────────────────────────────────────────────────────────────────
 
-/**
- * The start script of `@portkey-ai/gateway` when it is installed: its package's `bin`
- * (`build/start-server.js`), which takes `--port=N` and `--headless`.
- *
- * @see https://github.com/Portkey-AI/gateway/blob/main/src/start-server.ts
- */
-export function portkeyStartScript(): string | undefined {
-  const pkgFile = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'package.json');
-  if (!existsSync(pkgFile)) return undefined;
-  const pkg = JSON.parse(readFileSync(pkgFile, 'utf8')) as { bin?: string | Record<string, string> };
-  const bin = typeof pkg.bin === 'string' ? pkg.bin : pkg.bin ? Object.values(pkg.bin)[0] : undefined;
-  const script = join(dirname(pkgFile), bin ?? 'build/start-server.js');
+/** The start script of `@portkey-ai/gateway`, when installed: it takes `--port=N` and `--headless`. */
+function portkeyStartScript(): string | undefined {
+  const script = join(ROOT, 'node_modules', '@portkey-ai', 'gateway', 'build', 'start-server.js');
   return existsSync(script) ? script : undefined;
 }
 
@@ -459,7 +434,7 @@ async function startPortkeyTarget(ctx: TargetContext): Promise<RunningTarget> {
       probe: () => probe(request).then(() => true),
       timeoutMs: 30_000,
     });
-    return { name: 'portkey', pid: gateway.pid, withDescendants: true, request, process: gateway };
+    return { name: 'portkey', pid: gateway.pid, request, process: gateway };
   });
 }
 

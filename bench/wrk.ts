@@ -1,16 +1,7 @@
 /**
- * The closed loop on wrk (https://github.com/wg/wrk, `apt-get install wrk`), the default generator when
- * installed. wrk is C with an event loop per thread and costs a fraction of a Node client's CPU per
- * request; on 2 cores, where the load generator shares CPU 1 with the upstream simulator, that is the
- * difference between measuring the target and measuring CPU 1.
- *
- * One wrk run is one process (`-t1 -cN -dS`); its Lua script sets the request (method, headers, body read
- * from a file, `Authorization` values taken in turn when there are several) and prints its figures as one
- * JSON line from `done()`. wrk counts answers with a status above 399 as `errors.status` and socket
- * failures as `errors.connect/read/write/timeout`; it does not report statuses one by one (a `response()`
- * callback would, at a Lua call and a header parse per request).
- *
- * Child-process script (plain `node`): imports nothing from `src/`.
+ * The c50 closed loop on wrk (`apt-get install wrk`): C, a fraction of a Node client's CPU per request.
+ * One run is one process (`-t1 -cN -dS`) whose Lua script sets the request (`Authorization` values in
+ * turn) and prints its figures as one JSON line from `done()`; statuses above 399 count as errors.
  *
  * @see https://github.com/wg/wrk/blob/master/SCRIPTING
  */

@@ -167,6 +167,7 @@ export function callContext(
     keyId: auth.keyId,
     keyAllowed: auth.controls?.allowed,
     startedAt: request.startedAt,
+    upstreamWait: request.overhead,
     clientGone: () => exchange.clientGone,
     tokensSettled: exchange.tokensSettled,
   };

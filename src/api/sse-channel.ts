@@ -1,4 +1,5 @@
 import type { FastifyReply } from 'fastify';
+import { OVERHEAD_HEADER } from './overhead.js';
 
 /**
  * The server-sent events of one response, whatever their format: headers sent once (`open`), writes that
@@ -49,6 +50,7 @@ export class SseChannel {
     headers['cache-control'] = 'no-cache';
     // nginx and other proxies buffer responses unless told not to; an event must go out as it is written.
     headers['x-accel-buffering'] = 'no';
+    if (reply.request.overhead) headers[OVERHEAD_HEADER] = reply.request.overhead.header();
     Object.assign(headers, extra);
     reply.raw.writeHead(200, headers);
     this.opened = true;

@@ -60,11 +60,14 @@ export async function openCall<T>(
       const started = performance.now();
       try {
         const answer = await opening.open(attempt, remaining);
-        observer?.upstreamAttempt(provider.name, 'ok', (performance.now() - started) / 1000);
+        const waitedMs = performance.now() - started;
+        if (ctx.upstreamWait) ctx.upstreamWait.upstreamMs += waitedMs;
+        observer?.upstreamAttempt(provider.name, 'ok', waitedMs / 1000);
         registry.health.recordSuccess(provider.name);
         ctx.provider = provider.name;
         return { hold, attempt, answer };
       } catch (err) {
+        if (ctx.upstreamWait) ctx.upstreamWait.upstreamMs += performance.now() - started;
         noteFailedAttempt(deps, provider, err, started, opening.stream);
         lastFailure = { provider, error: err };
         ctx.provider = provider.name;

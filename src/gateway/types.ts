@@ -95,6 +95,13 @@ export interface RequestContext {
    * failed. Unset when the request was refused before routing. Read by the HTTP layer for metrics.
    */
   provider?: ProviderName;
+  /** Where the pipeline adds the time it waited on upstreams (the `x-tollgate-overhead-ms` header). */
+  upstreamWait?: UpstreamWait;
+}
+
+/** Milliseconds a request waited on upstreams, added by the pipeline per attempt. */
+export interface UpstreamWait {
+  upstreamMs: number;
 }
 
 /** What a streamed call needs from the HTTP layer: where its deltas go, and word of the client leaving. */

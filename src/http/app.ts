@@ -6,6 +6,7 @@ import Fastify, {
 } from 'fastify';
 import type { Logger } from 'pino';
 import { buildOpenApi } from '../api/openapi.js';
+import { OVERHEAD_HEADER, Overhead } from '../api/overhead.js';
 import { type ApiDeps, apiRoutes } from '../api/routes.js';
 import { toGatewayError } from '../api/to-gateway-error.js';
 import type { Config } from '../config/index.js';
@@ -106,7 +107,9 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   // refused body, for up to BODY_TIMEOUT_MS, on a connection counted nowhere.
   const pendingBodies = new PendingBodies(config.keyMaxPendingBodies, config.addressMaxPendingBodies);
   app.decorateRequest('pendingBody', undefined);
+  app.decorateRequest('overhead', undefined);
   app.addHook('onRequest', (request, reply, done) => {
+    request.overhead = new Overhead();
     reply.header('x-request-id', request.id);
     if (pendingBodies.enabled && announcesBody(request.raw)) {
       try {
@@ -137,7 +140,8 @@ export function buildApp(deps: AppDeps): FastifyInstance {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
+    if (request.overhead) reply.header(OVERHEAD_HEADER, request.overhead.header());
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });

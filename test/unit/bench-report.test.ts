@@ -17,11 +17,10 @@ interface Figures {
   rps: number;
   c1P50: number;
   fixedP99: number;
-  halfP99: number;
   cpu: number;
   rss: number;
-  /** How busy the load CPU was in the half-maximum phase (0..1). */
-  halfLoad?: number;
+  /** The median x-tollgate-overhead-ms, µs (Tollgate only). */
+  header?: number;
   /** How busy the load CPU was in the c50 phase (0..1). */
   c50Load?: number;
 }
@@ -43,17 +42,16 @@ function metrics(f: Figures): RunMetrics {
     c50: closed(f.rps, 1, f.c50Load),
     c1: closed(1000, f.c1P50),
     openFixed: open(f.fixedP99),
-    openHalf: open(f.halfP99, f.halfLoad),
-    halfRate: f.rps / 2,
     cpuUsPerReq: f.cpu,
     dbCpuUsPerReq: undefined,
     peakRssMb: f.rss,
+    overheadHeaderUs: f.header,
     errorRate: 0,
   };
 }
 
-const SIM: Figures = { rps: 20_000, c1P50: 0.06, fixedP99: 1, halfP99: 10, cpu: 40, rss: 200 };
-const BARE: Figures = { rps: 10_000, c1P50: 0.13, fixedP99: 2, halfP99: 20, cpu: 50, rss: 120 };
+const SIM: Figures = { rps: 20_000, c1P50: 0.06, fixedP99: 1, cpu: 40, rss: 200 };
+const BARE: Figures = { rps: 10_000, c1P50: 0.13, fixedP99: 2, cpu: 50, rss: 120 };
 
 /** Runs 1..n of the simulator, the bare proxy and Tollgate on SQLite (and Portkey when given). */
 function records(
@@ -84,7 +82,7 @@ function goal(results: GoalResult[], starts: string): GoalResult {
   return found;
 }
 
-const GOOD: Figures = { rps: 7_000, c1P50: 0.25, fixedP99: 2.5, halfP99: 20.5, cpu: 65, rss: 140 };
+const GOOD: Figures = { rps: 7_000, c1P50: 0.25, fixedP99: 2.5, cpu: 65, rss: 140 };
 
 describe('the benchmark report', () => {
   it('takes each ratio per run, then the median over the runs', () => {
@@ -156,19 +154,25 @@ describe('the benchmark report', () => {
   });
 
   it('uses every run and names a saturated load CPU in a caveat beside the figures', () => {
-    const saturated = { ...GOOD, rps: 9_000, c50Load: 0.97, halfLoad: 0.9 };
+    const saturated = { ...GOOD, rps: 9_000, c50Load: 0.97 };
     const recs = records([saturated, GOOD, GOOD]);
     const [, , sqlite] = summarize(['sim', 'bare', 'sqlite'], recs, new Map(), 200);
     // The saturated run still counts: 0.9 / 0.7 / 0.7.
     expect(sqlite?.rpsVsBareRuns).toEqual([0.9, 0.7, 0.7]);
     expect(sqlite?.rpsVsBare).toBeCloseTo(0.7, 10);
     expect(sqlite?.caveats.join('\n')).toMatch(/in 1 of 3 run\(s\) the load CPU .* ≥ 95% busy at c50/);
-    expect(sqlite?.caveats.join('\n')).toMatch(
-      /in 1 of 3 run\(s\) the load CPU was ≥ 80% busy at half the maximum/,
-    );
     expect(sqlite?.caveats.join('\n')).toMatch(/moved by 0\.20 between runs/);
     const table = renderTable(summarize(['sim', 'bare', 'sqlite'], recs, new Map(), 200));
     expect(table).toMatch(/caveat: \(3\) Tollgate · SQLite: in 1 of 3 run/);
+  });
+
+  it("reports the median x-tollgate-overhead-ms beside the added latency, 'none' without the header", () => {
+    const recs = records([100, 140, 120].map((header) => ({ ...GOOD, header })));
+    const summaries = summarize(['sim', 'bare', 'sqlite'], recs, new Map(), 200);
+    expect(summaries[2]?.overheadHeaderUs).toBe(120);
+    const rows = renderTable(summaries).split('\n');
+    expect(rows.find((r) => r.startsWith('(3)'))).toMatch(/ 120 /);
+    expect(rows.find((r) => r.startsWith('(2)'))).toMatch(/ none /);
   });
 
   it('shows an unavailable target with its reason, and the others in full', () => {
@@ -180,7 +184,7 @@ describe('the benchmark report', () => {
     );
     const table = renderTable(summaries);
     expect(table).toMatch(
-      /Tollgate · PostgreSQL {2}unavailable: PostgreSQL at 127\.0\.0\.1: connection refused/,
+      /Tollgate · PostgreSQL \+ Redis {2}unavailable: PostgreSQL at 127\.0\.0\.1: connection refused/,
     );
     expect(table).not.toMatch(/—/);
     expect(evaluateGoals(summaries).filter((g) => g.target === 'postgres')).toEqual([]);
