@@ -180,7 +180,7 @@ export function createSimServer(core: SimCore): SimServer {
     }
     const denied = adapter.authenticate(call);
     if (denied) return send(res, denied);
-    const conv = adapter.parse(body, endpoint.model);
+    const conv = adapter.parse(body, endpoint.model, headers);
     if (isRejection(conv)) return send(res, adapter.error(400, conv.rejected, conv.param));
     const asked = streamer.asked(call);
     if (asked !== null && isRejection(asked))

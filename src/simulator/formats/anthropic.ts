@@ -97,7 +97,7 @@ export const anthropicFormat: FormatAdapter = {
     if (!call.headers['anthropic-version']) return error(400, 'anthropic-version: header is required');
     return null;
   },
-  parse: (body) => parseAnthropicRequest(body),
+  parse: (body, _model, headers) => parseAnthropicRequest(body, headers['anthropic-beta'] ?? ''),
   success(_slug, conv, answer, usage) {
     // Anthropic has no `n`: the answer has one choice.
     const choice = answer.choices[0] as ChoiceAnswer;
