@@ -138,7 +138,7 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
     }
   });
 
-  app.post('/messages/count_tokens', async (request) => {
+  app.post('/messages/count_tokens', async (request, reply) => {
     const { auth } = admitted(request);
     const body = request.body;
     // count_tokens takes no max_tokens: the translation is asked for the smallest one.
@@ -158,6 +158,13 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
         },
       );
     }
-    return { input_tokens: await deps.gateway.countPromptTokens(translated.chat, provider, auth.accountId) };
+    const { tokens, source } = await deps.gateway.countPromptTokens(
+      translated.chat,
+      provider,
+      auth.accountId,
+    );
+    // Whose count it is: the upstream's own, or the gateway's estimate (an upstream without one).
+    reply.header('x-tollgate-token-count', source);
+    return { input_tokens: tokens };
   });
 }

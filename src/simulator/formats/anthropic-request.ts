@@ -12,6 +12,7 @@
  */
 import type { OutputFormat, ToolSpec, ToolUse } from '../conversation.js';
 import { toolsTokens } from '../prompt-tokens.js';
+import { promptTokens } from '../reply.js';
 import {
   AnthropicInvalid,
   fail,
@@ -285,6 +286,36 @@ function parseOrThrow(body: unknown, betas: string): Conversation {
     leadText: choice.use.kind === 'auto',
     showThoughts: false,
   };
+}
+
+/** The fields `POST /v1/messages/count_tokens` takes: a Messages request without its output settings. */
+const COUNT_FIELDS = [
+  'model',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'thinking',
+  'context_management',
+  'output_config',
+  'mcp_servers',
+];
+
+/**
+ * The prompt tokens of a count_tokens request — what a completion of the same request reports as its
+ * prompt — or why the API would refuse it.
+ */
+export function countAnthropicTokens(body: unknown, betas = ''): number | Rejection {
+  try {
+    if (!isRecord(body)) fail('The request body must be a JSON object.');
+    noExtra(body, COUNT_FIELDS, '');
+    // Read as the completion it counts (max_tokens only has to leave a thinking budget room).
+    const conv = parseOrThrow({ ...body, max_tokens: 1_000_000 }, betas);
+    return promptTokens(conv.messageTexts) + conv.extraPromptTokens;
+  } catch (err) {
+    if (err instanceof AnthropicInvalid) return reject(err.message);
+    throw err;
+  }
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import type { ChoiceAnswer } from '../answer.js';
 import { signThinking, THINKING_TEXT } from './anthropic-blocks.js';
-import { parseAnthropicRequest } from './anthropic-request.js';
+import { countAnthropicTokens, parseAnthropicRequest } from './anthropic-request.js';
 import { type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
 function errorType(status: number): string {
@@ -122,6 +122,15 @@ export const anthropicFormat: FormatAdapter = {
       stop_sequence: null,
       usage: usageBody(usage),
     };
+  },
+  countTokens: {
+    subpath: '/v1/messages/count_tokens',
+    answer(body, headers) {
+      const count = countAnthropicTokens(body, headers['anthropic-beta'] ?? '');
+      return typeof count === 'number'
+        ? { status: 200, body: { input_tokens: count } }
+        : error(400, count.rejected);
+    },
   },
   error: (status, message) => error(status, message),
 };
