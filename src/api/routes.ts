@@ -3,7 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { Config } from '../config/index.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, modelNotServed } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { ChatRequest, RequestContext, StreamOutcome } from '../gateway/types.js';
 import type { ProviderName } from '../providers/types.js';
@@ -13,7 +13,8 @@ import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { messagesRoutes } from './messages/messages-routes.js';
-import { modelBody, modelListBody } from './models-body.js';
+import { aliasOf } from './model-aliases.js';
+import { aliasBody, modelBody, modelListBody } from './models-body.js';
 import { redeemRoute } from './redeem-route.js';
 import { responsesRoutes } from './responses/routes.js';
 import { SseResponse } from './sse-response.js';
@@ -126,7 +127,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     }
   });
 
-  app.get('/models', async () => modelListBody(deps.gateway.providers(), deps.config.streaming));
+  app.get('/models', async () =>
+    modelListBody(deps.gateway.providers(), deps.config.modelAliases, deps.config.streaming),
+  );
 
   // Model names may contain "/" (e.g. openai/gpt-oss-120b): the id is the rest of the path.
   app.get('/models/*', async (request) => {
@@ -135,11 +138,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     try {
       id = decodeURIComponent(raw);
     } catch {
-      throw new GatewayError('model_not_found', `The model "${raw.slice(0, 200)}" does not exist.`, {
-        param: 'model',
-      });
+      throw modelNotServed(raw);
     }
-    return modelBody(deps.gateway.provider(id));
+    const alias = aliasOf(id, deps.config.modelAliases);
+    return alias === undefined
+      ? modelBody(deps.gateway.provider(id))
+      : aliasBody(id, deps.gateway.provider(alias));
   });
 
   app.get('/key', async (request) => {

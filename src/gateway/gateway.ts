@@ -1,5 +1,5 @@
 import { type AccountSummary, promptToCount } from '../billing/billing.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, modelNotServed } from '../errors.js';
 import { isProviderName, type ProviderName, UpstreamError } from '../providers/types.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import { type Opening, openCall } from './call.js';
@@ -134,9 +134,7 @@ export class Gateway {
     const { registry } = this.deps;
     const name = isProviderName(id) ? id : registry.providerForModel(id);
     if (name === undefined) {
-      throw new GatewayError('model_not_found', `The model "${id.slice(0, 200)}" does not exist.`, {
-        param: 'model',
-      });
+      throw modelNotServed(id);
     }
     return registry.status(name);
   }

@@ -4,6 +4,7 @@ import { GatewayError } from '../../errors.js';
 import type { Gateway } from '../../gateway/gateway.js';
 import type { RequestContext, StreamOutcome } from '../../gateway/types.js';
 import { admitted, callContext } from '../admission.js';
+import { applyAlias } from '../model-aliases.js';
 import { toGatewayError } from '../to-gateway-error.js';
 import { type ResponsesRequest, readResponsesRequest } from './read-request.js';
 import { responseBody, responseIdOf } from './response-body.js';
@@ -61,6 +62,7 @@ export function responsesRoutes(app: FastifyInstance, deps: { config: Config; ga
     let context: RequestContext | undefined;
     try {
       const read = readResponsesRequest(request.body, limits);
+      applyAlias(read.chat, deps.config.modelAliases);
       context = callContext(request, caller);
       if (read.chat.stream) {
         context.stream = true;
