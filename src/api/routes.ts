@@ -1,5 +1,4 @@
-import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { Config } from '../config/index.js';
@@ -9,6 +8,7 @@ import type { ChatRequest, RequestContext, StreamOutcome } from '../gateway/type
 import type { ProviderName } from '../providers/types.js';
 import { admitted, callContext, registerAdmission } from './admission.js';
 import { chatCompletionBody } from './chat-completion-body.js';
+import { idempotencyOf } from './idempotency.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
@@ -36,23 +36,6 @@ export interface ApiDeps {
   keyLimiter: KeyLimiter;
   /** Top-up code redemptions (`POST /credits/redeem`). */
   codes: CodeRedemption;
-}
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string } | undefined {
-  const header = request.headers['idempotency-key'];
-  if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
-    throw new GatewayError(
-      'invalid_request',
-      'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.',
-      { param: 'Idempotency-Key' },
-    );
-  }
-  // The parsed body re-serialised: the same request body always gives the same hash.
-  const bodyHash = createHash('sha256').update(JSON.stringify(request.body)).digest('hex');
-  return { key: header, bodyHash };
 }
 
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */

@@ -5,6 +5,7 @@ import type { Gateway } from '../../gateway/gateway.js';
 import type { ChatCompletion, RequestContext, StreamOutcome, StreamStart } from '../../gateway/types.js';
 import type { ProviderName } from '../../providers/types.js';
 import { admitted, callContext } from '../admission.js';
+import { idempotencyOf } from '../idempotency.js';
 import { applyAlias } from '../model-aliases.js';
 import { toGatewayError } from '../to-gateway-error.js';
 import { messagesBody } from './messages-body.js';
@@ -97,7 +98,9 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
         deps.config,
       );
       routeModel(translated, deps);
+      const idempotency = idempotencyOf(request);
       context = callContext(request, caller);
+      if (idempotency) context.idempotency = idempotency;
       if (translated.chat.stream) {
         context.stream = true;
         await stream(reply, context, translated);
@@ -105,6 +108,7 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
       }
       const completion: ChatCompletion = await deps.gateway.complete(context, translated.chat);
       request.provider = context.provider;
+      if (completion.replayed) reply.header('idempotent-replayed', 'true');
       const dropped = droppedOf(deps, translated, completion.provider, completion.droppedParams);
       if (dropped.length > 0) reply.header('x-tollgate-dropped-params', dropped.join(','));
       return reply
