@@ -108,3 +108,15 @@ export function errorBody(err: GatewayError): ErrorBody {
 export function isGatewayError(value: unknown): value is GatewayError {
   return value instanceof GatewayError;
 }
+
+/**
+ * 404 `model_not_found` for a model name this gateway does not serve, said as such: a client that shows
+ * it (Claude Code, Codex) must not make the user think the model itself does not exist.
+ */
+export function modelNotServed(model: string): GatewayError {
+  return new GatewayError(
+    'model_not_found',
+    `This Tollgate gateway does not serve the model "${model.slice(0, 200)}". Use "auto", a provider name or a model listed by GET /api/v1/models, or ask the gateway's operator to map the name to a provider (MODEL_ALIASES).`,
+    { param: 'model' },
+  );
+}

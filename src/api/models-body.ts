@@ -1,3 +1,4 @@
+import type { ModelAlias } from '../config/index.js';
 import { nanoToUsd } from '../money/money.js';
 import type { ProviderStatus } from '../routing/registry.js';
 
@@ -15,6 +16,8 @@ export interface ModelBody {
     auto: boolean;
     /** Serving now: configured, enabled and its circuit not open. */
     active: boolean;
+    /** On an alias's entry (`MODEL_ALIASES`; `id` is its name or `prefix*` pattern): the model it serves. */
+    alias_of?: string;
   };
 }
 
@@ -37,11 +40,25 @@ export function modelBody(status: ProviderStatus): ModelBody {
   };
 }
 
-/** OpenAI's list envelope (`openai.models.list()`). */
-/** The model list; `streaming` says whether `stream: true` is served here (STREAMING=on). */
+/** The entry of a name an alias maps (`id`: the name, or the alias's `prefix*` pattern) to `status`'s model. */
+export function aliasBody(id: string, status: ProviderStatus): ModelBody {
+  const body = modelBody(status);
+  return { ...body, id, tollgate: { ...body.tollgate, alias_of: body.id } };
+}
+
+/**
+ * OpenAI's list envelope (`openai.models.list()`): one entry per provider, then one per alias
+ * (`MODEL_ALIASES`); `streaming` says whether `stream: true` is served here (STREAMING=on).
+ */
 export function modelListBody(
   statuses: readonly ProviderStatus[],
+  aliases: readonly ModelAlias[],
   streaming: boolean,
 ): { object: 'list'; data: ModelBody[]; streaming: boolean } {
-  return { object: 'list', data: statuses.map(modelBody), streaming };
+  const data = statuses.map(modelBody);
+  for (const alias of aliases) {
+    const status = statuses.find((s) => s.provider.name === alias.provider);
+    if (status !== undefined) data.push(aliasBody(alias.pattern, status));
+  }
+  return { object: 'list', data, streaming };
 }

@@ -1,19 +1,20 @@
-import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { Config } from '../config/index.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, modelNotServed } from '../errors.js';
 import type { Gateway } from '../gateway/gateway.js';
 import type { ChatRequest, RequestContext, StreamOutcome } from '../gateway/types.js';
 import type { ProviderName } from '../providers/types.js';
 import { admitted, callContext, registerAdmission } from './admission.js';
 import { chatCompletionBody } from './chat-completion-body.js';
+import { idempotencyOf } from './idempotency.js';
 import type { InFlight } from './in-flight.js';
 import { keyInfoBody } from './key-info-body.js';
 import type { KeyLimiter } from './key-limits.js';
 import { messagesRoutes } from './messages/messages-routes.js';
-import { modelBody, modelListBody } from './models-body.js';
+import { aliasOf } from './model-aliases.js';
+import { aliasBody, modelBody, modelListBody } from './models-body.js';
 import { redeemRoute } from './redeem-route.js';
 import { responsesRoutes } from './responses/routes.js';
 import { SseResponse } from './sse-response.js';
@@ -35,23 +36,6 @@ export interface ApiDeps {
   keyLimiter: KeyLimiter;
   /** Top-up code redemptions (`POST /credits/redeem`). */
   codes: CodeRedemption;
-}
-
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
-
-function idempotencyOf(request: FastifyRequest): { key: string; bodyHash: string } | undefined {
-  const header = request.headers['idempotency-key'];
-  if (header === undefined) return undefined;
-  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
-    throw new GatewayError(
-      'invalid_request',
-      'Idempotency-Key must be 1 to 255 printable ASCII characters without spaces.',
-      { param: 'Idempotency-Key' },
-    );
-  }
-  // The parsed body re-serialised: the same request body always gives the same hash.
-  const bodyHash = createHash('sha256').update(JSON.stringify(request.body)).digest('hex');
-  return { key: header, bodyHash };
 }
 
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
@@ -126,7 +110,9 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     }
   });
 
-  app.get('/models', async () => modelListBody(deps.gateway.providers(), deps.config.streaming));
+  app.get('/models', async () =>
+    modelListBody(deps.gateway.providers(), deps.config.modelAliases, deps.config.streaming),
+  );
 
   // Model names may contain "/" (e.g. openai/gpt-oss-120b): the id is the rest of the path.
   app.get('/models/*', async (request) => {
@@ -135,11 +121,12 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
     try {
       id = decodeURIComponent(raw);
     } catch {
-      throw new GatewayError('model_not_found', `The model "${raw.slice(0, 200)}" does not exist.`, {
-        param: 'model',
-      });
+      throw modelNotServed(raw);
     }
-    return modelBody(deps.gateway.provider(id));
+    const alias = aliasOf(id, deps.config.modelAliases);
+    return alias === undefined
+      ? modelBody(deps.gateway.provider(id))
+      : aliasBody(id, deps.gateway.provider(alias));
   });
 
   app.get('/key', async (request) => {

@@ -399,6 +399,10 @@ export const modelSchema: Schema = {
         },
         auto: { type: 'boolean' },
         active: { type: 'boolean' },
+        alias_of: {
+          type: 'string',
+          description: 'On the entry of a MODEL_ALIASES name or prefix* pattern: the model it is served by.',
+        },
       },
     },
   },

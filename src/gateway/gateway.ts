@@ -1,5 +1,5 @@
 import { type AccountSummary, promptToCount } from '../billing/billing.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError, modelNotServed } from '../errors.js';
 import { isProviderName, type ProviderName, UpstreamError } from '../providers/types.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import { type Opening, openCall } from './call.js';
@@ -134,9 +134,7 @@ export class Gateway {
     const { registry } = this.deps;
     const name = isProviderName(id) ? id : registry.providerForModel(id);
     if (name === undefined) {
-      throw new GatewayError('model_not_found', `The model "${id.slice(0, 200)}" does not exist.`, {
-        param: 'model',
-      });
+      throw modelNotServed(id);
     }
     return registry.status(name);
   }
@@ -146,8 +144,35 @@ export class Gateway {
    * fallback tokenizer's count of its texts, images at the provider's bound, and the bytes only the
    * original body carries at four to a token.
    */
-  async countPromptTokens(req: ChatRequest, provider: ProviderName, owner: string): Promise<number> {
-    const { texts, fixedTokens } = promptToCount(req, this.deps.registry.get(provider).imageTokens);
+  /**
+   * The prompt tokens of `req` on `provider`: the upstream's own count where its format has one for this
+   * call (it costs nothing), else — or when that count fails — the gateway's estimate.
+   */
+  async countPromptTokens(
+    req: ChatRequest,
+    provider: ProviderName,
+    owner: string,
+  ): Promise<{ tokens: number; source: 'upstream' | 'estimate' }> {
+    const config = this.deps.registry.get(provider);
+    const adapter = this.deps.adapterFor(config.wireFormat);
+    const countRequest = adapter.buildCountRequest?.(config, callSpec(req, config));
+    if (countRequest !== undefined && adapter.parseCount !== undefined) {
+      try {
+        const response = await this.deps.upstream.send(countRequest, { timeoutMs: config.timeoutMs });
+        return { tokens: adapter.parseCount(config, response), source: 'upstream' };
+      } catch (err) {
+        this.deps.logger.warn({ err, provider }, 'upstream token count failed; answering the estimate');
+      }
+    }
+    return { tokens: await this.estimatePromptTokens(req, config.imageTokens, owner), source: 'estimate' };
+  }
+
+  private async estimatePromptTokens(
+    req: ChatRequest,
+    imageTokens: Parameters<typeof promptToCount>[1],
+    owner: string,
+  ): Promise<number> {
+    const { texts, fixedTokens } = promptToCount(req, imageTokens);
     const { counts } = await this.deps.tokenCounter.count(texts, owner);
     let total = fixedTokens + Math.ceil((req.uncarriedPromptBytes ?? 0) / 4);
     for (const n of counts) total += n;

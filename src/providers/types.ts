@@ -397,4 +397,11 @@ export interface ProviderAdapter {
     response: UpstreamHttpResponse,
     request: UpstreamChatRequest,
   ): ChatResult;
+  /**
+   * The request asking the upstream for its own prompt count of the call, where the format has one and
+   * can be asked for this call; else undefined (the gateway then estimates).
+   */
+  buildCountRequest?(provider: ProviderConfig, request: UpstreamCallSpec): UpstreamHttpRequest | undefined;
+  /** The count of an answer to `buildCountRequest`; throws `UpstreamError` when it has none. */
+  parseCount?(provider: ProviderConfig, response: UpstreamHttpResponse): number;
 }

@@ -1,4 +1,4 @@
-import { GatewayError } from '../errors.js';
+import { GatewayError, modelNotServed } from '../errors.js';
 import { isProviderName, type ProviderConfig, type ProviderName } from '../providers/types.js';
 import { type AllowList, isAllowed, notAllowed } from './key-allow.js';
 import type { ProviderRegistry } from './registry.js';
@@ -64,11 +64,7 @@ export async function resolveRoute(
   if (isProviderName(model)) return explicitRoute(model, registry, allowed);
   const byModel = registry.providerForModel(model);
   if (byModel === undefined) {
-    throw new GatewayError(
-      'model_not_found',
-      `The model "${truncate(model)}" does not exist. Use "auto", a provider name, or a model listed by GET /api/v1/models.`,
-      { param: 'model' },
-    );
+    throw modelNotServed(model);
   }
   return explicitRoute(byModel, registry, allowed);
 }

@@ -172,6 +172,11 @@ export function createSimServer(core: SimCore): SimServer {
     const streamer = STREAMERS[adapter.format];
     core.record(slug, { path: url.pathname, headers, body, stream: streamer.requested(call) });
     if (result.tooLarge) return send(res, adapter.error(413, 'Request body is larger than 8 MiB.'));
+    const { countTokens } = adapter;
+    if (countTokens !== undefined && subpath === countTokens.subpath && req.method === 'POST') {
+      const denied = adapter.authenticate(call);
+      return send(res, denied ?? countTokens.answer(body, headers));
+    }
     const endpoint = adapter.matchEndpoint(subpath);
     if (!endpoint) return send(res, adapter.error(404, `Unknown path ${url.pathname}`));
     if (req.method !== 'POST') {
@@ -180,7 +185,7 @@ export function createSimServer(core: SimCore): SimServer {
     }
     const denied = adapter.authenticate(call);
     if (denied) return send(res, denied);
-    const conv = adapter.parse(body, endpoint.model);
+    const conv = adapter.parse(body, endpoint.model, headers);
     if (isRejection(conv)) return send(res, adapter.error(400, conv.rejected, conv.param));
     const asked = streamer.asked(call);
     if (asked !== null && isRejection(asked))

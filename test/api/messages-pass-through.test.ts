@@ -133,6 +133,47 @@ describe('Messages door → prov-claude, passed through', () => {
     expect((await h.server.store.ledgerCheck()).problems).toEqual([]);
   });
 
+  it("asks the upstream's own count_tokens with the counted fields as sent; estimates when it fails", async () => {
+    up.reset();
+    up.answer({ kind: 'json', body: { input_tokens: 4242 } });
+    const { max_tokens: _cap, ...countable } = request;
+    const res = await h.server.app.inject({
+      method: 'POST',
+      url: '/api/v1/messages/count_tokens',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': h.key,
+        'anthropic-beta': 'context-management-2025-06-27,context-1m-2025-08-07',
+      },
+      payload: JSON.stringify({ ...countable, metadata: { user_id: 'u1' } }),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({ input_tokens: 4242 });
+    expect(res.headers['x-tollgate-token-count']).toBe('upstream');
+    const sent = up.bodies[0] as Record<string, unknown>;
+    expect(Object.keys(sent).sort()).toEqual(
+      ['context_management', 'messages', 'model', 'system', 'thinking', 'tools'].sort(),
+    );
+    expect(sent.messages).toEqual(request.messages);
+    expect(sent.system).toEqual(request.system);
+    expect(up.headers[0]?.['anthropic-beta']).toBe('context-management-2025-06-27');
+
+    // An answer without a count: the gateway's estimate, never a fake 0.
+    up.reset();
+    up.answer({ kind: 'json', body: {} });
+    const fallback = await h.server.app.inject({
+      method: 'POST',
+      url: '/api/v1/messages/count_tokens',
+      headers: { 'content-type': 'application/json', 'x-api-key': h.key },
+      payload: JSON.stringify(countable),
+    });
+    expect(fallback.statusCode).toBe(200);
+    expect(fallback.headers['x-tollgate-token-count']).toBe('estimate');
+    expect((JSON.parse(fallback.body) as { input_tokens: number }).input_tokens).toBeGreaterThan(0);
+    // A count is free: nothing was held or charged.
+    expect(await h.server.store.openHoldsNano(h.accountId)).toBe(0);
+  });
+
   it('relays the upstream events of a stream as they came, signatures included', async () => {
     up.reset();
     const events = [

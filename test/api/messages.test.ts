@@ -152,17 +152,95 @@ describe('POST /api/v1/messages', () => {
     await expectSettled(small.accountId);
   });
 
-  it('counts tokens: an estimate above zero, growing with the prompt', async () => {
-    const short = await post('/messages/count_tokens', { model: hello.model, messages: hello.messages });
+  it('counts tokens where the upstream has no count: an estimate above zero, growing with the prompt', async () => {
+    const short = await post('/messages/count_tokens', { model: 'prov-qwen', messages: hello.messages });
     expect(short.status).toBe(200);
+    expect(short.headers['x-tollgate-token-count']).toBe('estimate');
     const long = await post('/messages/count_tokens', {
-      model: hello.model,
+      model: 'prov-qwen',
       messages: [{ role: 'user', content: 'Hello there, '.repeat(50) }],
     });
     const a = short.json.input_tokens as number;
     const b = long.json.input_tokens as number;
     expect(a).toBeGreaterThan(0);
     expect(b).toBeGreaterThan(a);
+  });
+
+  it("counts tokens with an Anthropic upstream's own count: the prompt its completion then reports", async () => {
+    const request = {
+      model: 'claude-sonnet-4-5',
+      system: [{ type: 'text', text: 'You are terse.', cache_control: { type: 'ephemeral' } }],
+      tools: [
+        { name: 'list_files', input_schema: { type: 'object', properties: { dir: { type: 'string' } } } },
+      ],
+      messages: [{ role: 'user', content: 'What files are in the current directory?' }],
+    };
+    const counted = await post('/messages/count_tokens', request);
+    expect(counted.status, counted.text).toBe(200);
+    expect(counted.headers['x-tollgate-token-count']).toBe('upstream');
+    const done = await post('/messages', { ...request, max_tokens: 200 });
+    expect(done.status).toBe(200);
+    const usage = done.json.usage as Record<string, number>;
+    const reported =
+      (usage.input_tokens ?? 0) +
+      (usage.cache_creation_input_tokens ?? 0) +
+      (usage.cache_read_input_tokens ?? 0);
+    expect(counted.json.input_tokens).toBe(reported);
+    // The gateway's own estimate of the same prompt is another number: the answer above was the upstream's.
+    const estimated = await post('/messages/count_tokens', { ...request, model: 'prov-qwen' });
+    expect(estimated.headers['x-tollgate-token-count']).toBe('estimate');
+    expect(estimated.json.input_tokens).toBeGreaterThan(0);
+    expect(estimated.json.input_tokens).not.toBe(counted.json.input_tokens);
+  });
+
+  it("carries Claude Code's system turns: passed through with their beta, translated elsewhere", async () => {
+    const agent = {
+      model: 'claude-sonnet-4-5',
+      max_tokens: 128_000,
+      thinking: { type: 'adaptive', display: 'omitted' },
+      context_management: { edits: [{ type: 'clear_thinking_20251015', keep: 'all' }] },
+      output_config: { effort: 'medium' },
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'Say hello' }] },
+        {
+          role: 'system',
+          content: [{ type: 'text', text: 'The working directory is /tmp.' }],
+          output_config: { effort: 'medium' },
+        },
+      ],
+    };
+    const betas = 'context-management-2025-06-27,per-turn-control-2026-07-01,effort-2025-11-24';
+    const passed = await post('/messages', agent, { 'x-api-key': h.key, 'anthropic-beta': betas });
+    expect(passed.status, passed.text).toBe(200);
+    expect(passed.headers['x-tollgate-dropped-params']).toBeUndefined();
+    // Without the beta the upstream refuses the system turn, as Anthropic does: it was passed as sent.
+    const refused = await post('/messages', agent, {
+      'x-api-key': h.key,
+      'anthropic-beta': 'context-management-2025-06-27',
+    });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.json)).toContain('messages.1.role');
+
+    const elsewhere = await post(
+      '/messages',
+      { ...agent, model: 'prov-qwen' },
+      { 'x-api-key': h.key, 'anthropic-beta': betas },
+    );
+    expect(elsewhere.status, elsewhere.text).toBe(200);
+    const dropped = String(elsewhere.headers['x-tollgate-dropped-params']).split(',');
+    expect(dropped).toEqual(expect.arrayContaining(['context_management', 'output_config']));
+    const qwen = h.sim.requests('qwen').at(-1)?.body as { messages: { role: string; content: string }[] };
+    expect(qwen.messages.at(-1)).toEqual({ role: 'system', content: 'The working directory is /tmp.' });
+    await expectSettled(h.accountId);
+  });
+
+  it('refuses a system turn as the first message', async () => {
+    const res = await post('/messages', {
+      ...hello,
+      messages: [{ role: 'system', content: 'x' }, ...hello.messages],
+    });
+    expect(res.status).toBe(400);
+    expect(res.json).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   });
 
   it("answers Claude Code's HEAD probe of its base URL", async () => {

@@ -27,7 +27,13 @@ type Model = {
   id: string;
   object: string;
   owned_by: string;
-  tollgate: { provider: string; pricing: { input: number; output: number }; auto: boolean; active: boolean };
+  tollgate: {
+    provider: string;
+    pricing: { input: number; output: number };
+    auto: boolean;
+    active: boolean;
+    alias_of?: string;
+  };
 };
 
 describe('GET /api/v1/models', () => {
@@ -35,8 +41,17 @@ describe('GET /api/v1/models', () => {
     const res = await get('/api/v1/models');
     expect(res.status).toBe(200);
     expect(res.body.object).toBe('list');
-    const data = res.body.data as Model[];
+    const all = res.body.data as Model[];
+    const data = all.filter((m) => m.tollgate.alias_of === undefined);
     expect(data.map((m) => m.tollgate.provider)).toEqual([...PROVIDER_NAMES]);
+    // Then the names MODEL_ALIASES maps (by default claude-* → prov-claude), served by their provider's model.
+    expect(all.slice(data.length)).toEqual([
+      expect.objectContaining({
+        id: 'claude-*',
+        owned_by: 'prov-claude',
+        tollgate: expect.objectContaining({ alias_of: h.config.providers['prov-claude'].model }),
+      }),
+    ]);
     for (const m of data) {
       const p = h.config.providers[m.tollgate.provider as (typeof PROVIDER_NAMES)[number]];
       expect(m).toMatchObject({ id: p.model, object: 'model', owned_by: p.name });
@@ -53,9 +68,17 @@ describe('GET /api/v1/models', () => {
       owned_by: 'prov-gpt-oss-120b',
     });
     expect((await get('/api/v1/models/prov-claude')).body).toMatchObject({ owned_by: 'prov-claude' });
+    expect((await get('/api/v1/models/claude-opus-4-1')).body).toMatchObject({
+      id: 'claude-opus-4-1',
+      owned_by: 'prov-claude',
+      tollgate: { alias_of: h.config.providers['prov-claude'].model },
+    });
     const missing = await get('/api/v1/models/no-such-model');
     expect(missing.status).toBe(404);
-    expect((missing.body.error as { code: string }).code).toBe('model_not_found');
+    expect(missing.body.error).toMatchObject({
+      code: 'model_not_found',
+      message: expect.stringContaining('This Tollgate gateway does not serve the model "no-such-model"'),
+    });
   });
 
   it('needs an API key', async () => {

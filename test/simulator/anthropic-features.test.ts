@@ -424,3 +424,64 @@ describe('anthropic: validation as the Messages API does it', () => {
     expect(toolUses(again)[0]?.input).toEqual({ zone: 'Lima' });
   });
 });
+
+describe('Anthropic format: betas, system turns and count_tokens', () => {
+  async function call(path: string, body: Json, betas?: string) {
+    const res = await fetch(`${sim().baseUrl('anthropic', 'claude')}${path}`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-api-key': 'k',
+        'anthropic-version': '2023-06-01',
+        ...(betas === undefined ? {} : { 'anthropic-beta': betas }),
+      },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Json };
+  }
+  const withSystemTurn = {
+    model: 'claude-sonnet-4-5',
+    max_tokens: 100,
+    messages: [
+      { role: 'user', content: 'Hello' },
+      { role: 'system', content: [{ type: 'text', text: 'Be brief.' }], output_config: { effort: 'low' } },
+    ],
+  };
+
+  it('takes a system turn and context_management only under their betas', async () => {
+    const refused = await call('/v1/messages', withSystemTurn);
+    expect(refused.status).toBe(400);
+    expect(errorMessage(refused.body)).toContain('messages.1.role');
+    const taken = await call('/v1/messages', withSystemTurn, 'per-turn-control-2026-07-01');
+    expect(taken.status, JSON.stringify(taken.body)).toBe(200);
+    // The system turn's text is part of the prompt.
+    expect((taken.body.usage as { input_tokens: number }).input_tokens).toBe(
+      promptTokens(['Hello', 'Be brief.']),
+    );
+
+    const managed = {
+      ...withSystemTurn,
+      messages: [withSystemTurn.messages[0]],
+      context_management: { edits: [] },
+    };
+    expect((await call('/v1/messages', managed)).status).toBe(400);
+    expect((await call('/v1/messages', managed, 'context-management-2025-06-27')).status).toBe(200);
+  });
+
+  it('counts tokens as a completion of the same request reports them', async () => {
+    const request = {
+      model: 'claude-sonnet-4-5',
+      system: 'You are terse.',
+      tools: TOOLS,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+    };
+    const counted = await call('/v1/messages/count_tokens', request);
+    expect(counted.status, JSON.stringify(counted.body)).toBe(200);
+    const done = await message({ ...request, max_tokens: 500 });
+    expect(counted.body.input_tokens).toBe(done.usage.input_tokens);
+    // count_tokens takes no output settings, as the API refuses them.
+    const capped = await call('/v1/messages/count_tokens', { ...request, max_tokens: 10 });
+    expect(capped.status).toBe(400);
+    expect(errorMessage(capped.body)).toContain('max_tokens');
+  });
+});

@@ -1,10 +1,12 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import type { Config, ModelAlias } from '../../config/index.js';
+import type { Config } from '../../config/index.js';
 import { GatewayError } from '../../errors.js';
 import type { Gateway } from '../../gateway/gateway.js';
 import type { ChatCompletion, RequestContext, StreamOutcome, StreamStart } from '../../gateway/types.js';
 import type { ProviderName } from '../../providers/types.js';
 import { admitted, callContext } from '../admission.js';
+import { idempotencyOf } from '../idempotency.js';
+import { applyAlias } from '../model-aliases.js';
 import { toGatewayError } from '../to-gateway-error.js';
 import { messagesBody } from './messages-body.js';
 import { messagesErrorBody } from './messages-error.js';
@@ -16,39 +18,17 @@ export interface MessagesDeps {
   gateway: Gateway;
 }
 
-/** The provider an alias sends `model` to (first match wins), or undefined. */
-export function aliasOf(model: string, aliases: readonly ModelAlias[]): ProviderName | undefined {
-  for (const { pattern, provider } of aliases) {
-    if (pattern.endsWith('*') ? model.startsWith(pattern.slice(0, -1)) : model === pattern) return provider;
-  }
-  return undefined;
-}
-
 /**
  * Routes the request's model: an alias (`MODEL_ALIASES`) names its provider; any other name must be one
  * the gateway serves ("auto", a provider name, a served model), else 404 saying so. Returns the provider
  * it resolves to when there is one.
  */
 function routeModel(translated: MessagesRequest, deps: MessagesDeps): ProviderName | undefined {
-  const { chat } = translated;
-  const model = chat.model ?? 'auto';
-  const alias = aliasOf(model, deps.config.modelAliases);
-  if (alias !== undefined) {
-    chat.provider = alias;
-    chat.model = undefined;
-    return alias;
-  }
+  const model = translated.chat.model ?? 'auto';
+  const alias = applyAlias(translated.chat, deps.config.modelAliases);
+  if (alias !== undefined) return alias;
   if (model === 'auto') return undefined;
-  try {
-    return deps.gateway.provider(model).provider.name;
-  } catch (err) {
-    if (!(err instanceof GatewayError) || err.code !== 'model_not_found') throw err;
-    throw new GatewayError(
-      'model_not_found',
-      `model: this Tollgate gateway does not serve "${model.slice(0, 200)}". Use "auto", a provider name or a model listed by GET /api/v1/models, or ask the operator to map it (MODEL_ALIASES).`,
-      { param: 'model' },
-    );
-  }
+  return deps.gateway.provider(model).provider.name;
 }
 
 /** Fields only an Anthropic upstream carries, named when another one served. */
@@ -118,7 +98,9 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
         deps.config,
       );
       routeModel(translated, deps);
+      const idempotency = idempotencyOf(request);
       context = callContext(request, caller);
+      if (idempotency) context.idempotency = idempotency;
       if (translated.chat.stream) {
         context.stream = true;
         await stream(reply, context, translated);
@@ -126,6 +108,7 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
       }
       const completion: ChatCompletion = await deps.gateway.complete(context, translated.chat);
       request.provider = context.provider;
+      if (completion.replayed) reply.header('idempotent-replayed', 'true');
       const dropped = droppedOf(deps, translated, completion.provider, completion.droppedParams);
       if (dropped.length > 0) reply.header('x-tollgate-dropped-params', dropped.join(','));
       return reply
@@ -138,7 +121,7 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
     }
   });
 
-  app.post('/messages/count_tokens', async (request) => {
+  app.post('/messages/count_tokens', async (request, reply) => {
     const { auth } = admitted(request);
     const body = request.body;
     // count_tokens takes no max_tokens: the translation is asked for the smallest one.
@@ -158,6 +141,13 @@ export async function messagesRoutes(app: FastifyInstance, deps: MessagesDeps): 
         },
       );
     }
-    return { input_tokens: await deps.gateway.countPromptTokens(translated.chat, provider, auth.accountId) };
+    const { tokens, source } = await deps.gateway.countPromptTokens(
+      translated.chat,
+      provider,
+      auth.accountId,
+    );
+    // Whose count it is: the upstream's own, or the gateway's estimate (an upstream without one).
+    reply.header('x-tollgate-token-count', source);
+    return { input_tokens: tokens };
   });
 }

@@ -27,7 +27,7 @@ const CLIENT_TOOL_TYPE = /^(custom|bash_\d+|text_editor_\d+|computer_\d+|memory_
  * them: it bills long prompts at a higher price than the catalog's).
  */
 const ALLOWED_BETA =
-  /^(prompt-caching|interleaved-thinking|fine-grained-tool-streaming|token-efficient-tools|context-management|claude-code|output-128k|extended-cache-ttl)-\d{4}-\d{2}-\d{2}$/;
+  /^(prompt-caching|interleaved-thinking|fine-grained-tool-streaming|token-efficient-tools|context-management|claude-code|output-128k|extended-cache-ttl|per-turn-control|mid-conversation-tool-changes|thinking-token-count|effort|advanced-tool-use)-\d{4}-\d{2}-\d{2}$/;
 
 /** A Messages request, translated: the neutral call, and what only an Anthropic upstream gets. */
 export interface MessagesRequest {
@@ -131,23 +131,28 @@ interface Translated {
   dropped: Set<string>;
 }
 
+/** A system prompt's text: a string, or text blocks (their `cache_control` named as dropped). */
+function systemText(value: unknown, param: string, dropped: Set<string>): string {
+  if (typeof value === 'string') return value;
+  if (!Array.isArray(value)) throw invalidField(param, 'must be a string or an array of text blocks');
+  return value
+    .map((block, i) => {
+      if (!isRecord(block) || block.type !== 'text')
+        throw invalidField(`${param}[${i}]`, 'must be a text block');
+      if (block.cache_control !== undefined) dropped.add('cache_control');
+      return text(block.text, `${param}[${i}].text`);
+    })
+    .join('\n');
+}
+
 /** Anthropic's `system` and `messages` as neutral messages. */
 function translateConversation(body: Record<string, unknown>, maxMessages: number): Translated {
   const out: Translated = { messages: [], uncarriedBytes: 0, dropped: new Set() };
   const tally = { bytes: 0 };
-  const { system } = body;
-  if (typeof system === 'string') {
+  if (body.system !== undefined) {
+    const system = systemText(body.system, 'system', out.dropped);
     if (system !== '') out.messages.push({ role: 'system', content: system });
-  } else if (Array.isArray(system)) {
-    const texts = system.map((block, i) => {
-      if (!isRecord(block) || block.type !== 'text')
-        throw invalidField(`system[${i}]`, 'must be a text block');
-      if (block.cache_control !== undefined) out.dropped.add('cache_control');
-      return text(block.text, `system[${i}].text`);
-    });
-    if (texts.length > 0) out.messages.push({ role: 'system', content: texts.join('\n') });
-  } else if (system !== undefined)
-    throw invalidField('system', 'must be a string or an array of text blocks');
+  }
 
   const { messages } = body;
   if (!Array.isArray(messages) || messages.length === 0) {
@@ -163,8 +168,15 @@ function translateConversation(body: Record<string, unknown>, maxMessages: numbe
     const param = `messages[${i}]`;
     if (!isRecord(message)) throw invalidField(param, 'must be an object');
     const { role, content } = message;
+    if (role === 'system') {
+      // A system turn in the conversation (Claude Code's reminders): text only, kept where it stands.
+      if (i === 0) throw invalidField(`${param}.role`, 'the first message must be "user"');
+      out.messages.push({ role: 'system', content: systemText(content, `${param}.content`, out.dropped) });
+      if (message.output_config !== undefined) out.dropped.add('output_config');
+      continue;
+    }
     if (role !== 'user' && role !== 'assistant')
-      throw invalidField(`${param}.role`, 'must be "user" or "assistant"');
+      throw invalidField(`${param}.role`, 'must be "user", "assistant" or "system"');
     if (typeof content === 'string') {
       out.messages.push({ role, content });
       continue;
@@ -363,7 +375,7 @@ export function translateMessagesRequest(
       floor = THINKING_FLOOR;
     }
   }
-  for (const field of ['context_management', 'container', 'mcp_servers', 'service_tier']) {
+  for (const field of ['context_management', 'output_config', 'container', 'mcp_servers', 'service_tier']) {
     if (body[field] !== undefined) dropped.add(field);
   }
   const { choice, parallel } = translateToolChoice(body);

@@ -27,6 +27,8 @@ const RESPONSES_ERRORS: ErrorCode[] = [
   'no_provider_available',
   'service_unavailable',
   'provider_timeout',
+  'idempotency_in_progress',
+  'idempotency_key_reused',
 ];
 
 const usageSchema: Schema = {

@@ -14,6 +14,7 @@ import {
   type ResponseFrame,
   type ResponseStatus,
   refusalPart,
+  responseIdOf,
   responseObject,
 } from './response-body.js';
 
@@ -77,10 +78,15 @@ export class ResponsesSse implements StreamSink {
     this.channel.onClientGone(listener);
   }
 
-  begin(start: StreamStart): void {
+  begin(start: StreamStart & { replayed?: boolean }): void {
     const dropped = [...this.request.dropped, ...start.droppedParams];
-    this.channel.open(dropped.length > 0 ? { 'x-tollgate-dropped-params': dropped.join(',') } : {});
+    const headers: Record<string, string> = {};
+    if (dropped.length > 0) headers['x-tollgate-dropped-params'] = dropped.join(',');
+    if (start.replayed === true) headers['idempotent-replayed'] = 'true';
+    this.channel.open(headers);
     this.frame = { ...this.request.frame, model: start.model };
+    // A replay is the first answer again: its id too.
+    if (start.replayed === true && start.id !== undefined) this.frame.id = responseIdOf(start.id);
     const response = responseObject(this.frame, { status: 'in_progress', output: [] });
     this.write(
       this.event('response.created', { response }) + this.event('response.in_progress', { response }),
@@ -151,7 +157,7 @@ export class ResponsesSse implements StreamSink {
   }
 
   private get responseId(): string {
-    return this.request.frame.id;
+    return this.frame?.id ?? this.request.frame.id;
   }
 
   /** A piece of text or refusal: the message and its part opened first when they are not. */

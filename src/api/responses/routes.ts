@@ -4,6 +4,8 @@ import { GatewayError } from '../../errors.js';
 import type { Gateway } from '../../gateway/gateway.js';
 import type { RequestContext, StreamOutcome } from '../../gateway/types.js';
 import { admitted, callContext } from '../admission.js';
+import { idempotencyOf } from '../idempotency.js';
+import { applyAlias } from '../model-aliases.js';
 import { toGatewayError } from '../to-gateway-error.js';
 import { type ResponsesRequest, readResponsesRequest } from './read-request.js';
 import { responseBody, responseIdOf } from './response-body.js';
@@ -61,7 +63,10 @@ export function responsesRoutes(app: FastifyInstance, deps: { config: Config; ga
     let context: RequestContext | undefined;
     try {
       const read = readResponsesRequest(request.body, limits);
+      applyAlias(read.chat, deps.config.modelAliases);
+      const idempotency = idempotencyOf(request);
       context = callContext(request, caller);
+      if (idempotency) context.idempotency = idempotency;
       if (read.chat.stream) {
         context.stream = true;
         await streamAnswer(reply, context, read);
@@ -69,11 +74,12 @@ export function responsesRoutes(app: FastifyInstance, deps: { config: Config; ga
       }
       const completion = await deps.gateway.complete(context, read.chat);
       request.provider = context.provider;
+      if (completion.replayed) reply.header('idempotent-replayed', 'true');
       const dropped = [...read.dropped, ...completion.droppedParams];
       if (dropped.length > 0) reply.header('x-tollgate-dropped-params', dropped.join(','));
       const body = responseBody(
         completion,
-        { id: responseIdOf(context.requestId), createdAt: completion.created, echo: read.echo },
+        { id: responseIdOf(completion.id), createdAt: completion.created, echo: read.echo },
         read.namespaced,
       );
       return reply.code(200).type('application/json; charset=utf-8').send(JSON.stringify(body));

@@ -1,4 +1,5 @@
 import type { ProviderAdapter } from '../types.js';
+import { buildAnthropicCountRequest, parseAnthropicCount } from './anthropic-count-tokens.js';
 import { anthropicRefusal } from './anthropic-refusal.js';
 import { buildAnthropicRequest } from './build-anthropic-request.js';
 import { parseAnthropicResponse } from './parse-anthropic-response.js';
@@ -11,6 +12,8 @@ export const anthropicAdapter: ProviderAdapter = Object.freeze({
   buildRequest: buildAnthropicRequest,
   streamParser: createAnthropicStreamParser,
   parseResponse: parseAnthropicResponse,
+  buildCountRequest: buildAnthropicCountRequest,
+  parseCount: parseAnthropicCount,
 });
 
 export { anthropicErrorReader } from './anthropic-error.js';

@@ -12,6 +12,7 @@
  */
 import type { OutputFormat, ToolSpec, ToolUse } from '../conversation.js';
 import { toolsTokens } from '../prompt-tokens.js';
+import { promptTokens } from '../reply.js';
 import {
   AnthropicInvalid,
   fail,
@@ -54,7 +55,30 @@ const TOP_LEVEL = new Set([
   'container',
   'inference_geo',
   'cache_control',
+  'context_management',
 ]);
+
+/** Whether the `anthropic-beta` header turns `feature` on (any dated version of it). */
+function betaOn(betas: string, feature: string): boolean {
+  return betas.split(',').some((beta) => beta.trim().startsWith(`${feature}-`));
+}
+
+/** `context_management` (beta `context-management-…`): a list of edits, each with its type. */
+function readContextManagement(value: unknown, betas: string): void {
+  if (isAbsent(value)) return;
+  if (!betaOn(betas, 'context-management')) {
+    fail('context_management: Extra inputs are not permitted (it needs the context-management beta)');
+  }
+  if (!isRecord(value)) fail('context_management: Input should be a valid dictionary');
+  noExtra(value, ['edits'], 'context_management');
+  if (!isAbsent(value.edits)) {
+    if (!Array.isArray(value.edits)) fail('context_management.edits: Input should be a valid list');
+    for (const [i, edit] of value.edits.entries()) {
+      if (!isRecord(edit) || typeof edit.type !== 'string')
+        fail(`context_management.edits.${i}.type: Field required`);
+    }
+  }
+}
 
 const TOOL_FIELDS = [
   'type',
@@ -213,7 +237,7 @@ function checkSampling(body: Record<string, unknown>, thinking: boolean, forced:
   if (!isAbsent(body.top_k)) fail(`\`top_k\` must be unset when thinking is enabled. ${docs}`);
 }
 
-function parseOrThrow(body: unknown): Conversation {
+function parseOrThrow(body: unknown, betas: string): Conversation {
   if (!isRecord(body)) fail('The request body must be a JSON object.');
   if (typeof body.model !== 'string' || body.model.length === 0) fail('model: Field required (string)');
   if (body.max_tokens === undefined) fail('max_tokens: Field required');
@@ -238,8 +262,9 @@ function parseOrThrow(body: unknown): Conversation {
   const thinking = readThinking(body.thinking, maxTokens);
   checkSampling(body, thinking, choice.forced);
   const output = readOutputConfig(body.output_config);
+  readContextManagement(body.context_management, betas);
 
-  const reading = readMessages(messages);
+  const reading = readMessages(messages, betaOn(betas, 'per-turn-control'));
   const toolResults = pairTools(reading);
   checkThinkingBlocks(reading, thinking, messages.length);
   return {
@@ -263,10 +288,43 @@ function parseOrThrow(body: unknown): Conversation {
   };
 }
 
-/** The conversation of a Messages request, or why the Messages API would refuse it. */
-export function parseAnthropicRequest(body: unknown): Conversation | Rejection {
+/** The fields `POST /v1/messages/count_tokens` takes: a Messages request without its output settings. */
+const COUNT_FIELDS = [
+  'model',
+  'messages',
+  'system',
+  'tools',
+  'tool_choice',
+  'thinking',
+  'context_management',
+  'output_config',
+  'mcp_servers',
+];
+
+/**
+ * The prompt tokens of a count_tokens request — what a completion of the same request reports as its
+ * prompt — or why the API would refuse it.
+ */
+export function countAnthropicTokens(body: unknown, betas = ''): number | Rejection {
   try {
-    return parseOrThrow(body);
+    if (!isRecord(body)) fail('The request body must be a JSON object.');
+    noExtra(body, COUNT_FIELDS, '');
+    // Read as the completion it counts (max_tokens only has to leave a thinking budget room).
+    const conv = parseOrThrow({ ...body, max_tokens: 1_000_000 }, betas);
+    return promptTokens(conv.messageTexts) + conv.extraPromptTokens;
+  } catch (err) {
+    if (err instanceof AnthropicInvalid) return reject(err.message);
+    throw err;
+  }
+}
+
+/**
+ * The conversation of a Messages request, or why the Messages API would refuse it. `betas`: the
+ * `anthropic-beta` header ('' without one); `context_management` and system turns need theirs.
+ */
+export function parseAnthropicRequest(body: unknown, betas = ''): Conversation | Rejection {
+  try {
+    return parseOrThrow(body, betas);
   } catch (err) {
     if (err instanceof AnthropicInvalid) return reject(err.message);
     throw err;

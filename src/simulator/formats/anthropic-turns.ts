@@ -21,6 +21,7 @@ import {
   readDocument,
   readImage,
   readResultContent,
+  readSystem,
   signThinking,
   THINKING_DOCS,
 } from './anthropic-blocks.js';
@@ -134,7 +135,11 @@ function readBlock(
   return block;
 }
 
-export function readMessages(messages: unknown[]): Reading {
+/**
+ * `perTurnControl`: the `per-turn-control-…` beta is on, under which a message after the first may be a
+ * system turn (text only): its text is part of the prompt; it is no turn of the conversation.
+ */
+export function readMessages(messages: unknown[], perTurnControl = false): Reading {
   const reading: Reading = {
     media: emptyTally(),
     messageTexts: [],
@@ -146,6 +151,17 @@ export function readMessages(messages: unknown[]): Reading {
   for (const [i, message] of messages.entries()) {
     if (!isRecord(message)) fail(`messages.${i}: Input should be a valid dictionary`);
     const { role, content } = message;
+    if (role === 'system' && perTurnControl && i > 0) {
+      // A system turn may set the effort from there on (`output_config.effort`).
+      noExtra(message, ['role', 'content', 'output_config'], `messages.${i}`);
+      const { output_config: config } = message;
+      if (!isAbsent(config)) {
+        if (!isRecord(config)) fail(`messages.${i}.output_config: Input should be a valid dictionary`);
+        noExtra(config, ['effort'], `messages.${i}.output_config`);
+      }
+      reading.messageTexts.push(readSystem(content));
+      continue;
+    }
     if (role !== 'user' && role !== 'assistant') {
       fail(
         `messages.${i}.role: Input should be 'user' or 'assistant'${

@@ -8,7 +8,7 @@
  */
 import type { ChoiceAnswer } from '../answer.js';
 import { signThinking, THINKING_TEXT } from './anthropic-blocks.js';
-import { parseAnthropicRequest } from './anthropic-request.js';
+import { countAnthropicTokens, parseAnthropicRequest } from './anthropic-request.js';
 import { type FormatAdapter, type HttpReply, randomId, type Usage } from './shared.js';
 
 function errorType(status: number): string {
@@ -97,7 +97,7 @@ export const anthropicFormat: FormatAdapter = {
     if (!call.headers['anthropic-version']) return error(400, 'anthropic-version: header is required');
     return null;
   },
-  parse: (body) => parseAnthropicRequest(body),
+  parse: (body, _model, headers) => parseAnthropicRequest(body, headers['anthropic-beta'] ?? ''),
   success(_slug, conv, answer, usage) {
     // Anthropic has no `n`: the answer has one choice.
     const choice = answer.choices[0] as ChoiceAnswer;
@@ -122,6 +122,15 @@ export const anthropicFormat: FormatAdapter = {
       stop_sequence: null,
       usage: usageBody(usage),
     };
+  },
+  countTokens: {
+    subpath: '/v1/messages/count_tokens',
+    answer(body, headers) {
+      const count = countAnthropicTokens(body, headers['anthropic-beta'] ?? '');
+      return typeof count === 'number'
+        ? { status: 200, body: { input_tokens: count } }
+        : error(400, count.rejected);
+    },
   },
   error: (status, message) => error(status, message),
 };

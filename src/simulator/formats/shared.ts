@@ -60,10 +60,22 @@ export interface FormatAdapter {
   matchEndpoint(subpath: string): { model: string | null } | null;
   /** An error reply when the credentials are missing or malformed; null when accepted. */
   authenticate(call: IncomingCall): HttpReply | null;
-  /** The conversation, or why the request is refused. */
-  parse(body: unknown, pathModel: string | null): Conversation | Rejection;
+  /** The conversation, or why the request is refused (`headers`: the request's, lower-cased names). */
+  parse(
+    body: unknown,
+    pathModel: string | null,
+    headers: Readonly<Record<string, string | undefined>>,
+  ): Conversation | Rejection;
   success(slug: string, conv: Conversation, answer: Answer, usage: Usage | null): unknown;
   noChoices(slug: string, conv: Conversation, usage: Usage): unknown;
+  /**
+   * The format's token-count endpoint, where it has one: its subpath, and the answer to a call of it (the
+   * prompt tokens a completion of the same request would report).
+   */
+  readonly countTokens?: {
+    subpath: string;
+    answer(body: unknown, headers: Readonly<Record<string, string | undefined>>): HttpReply;
+  };
   /** An error in the format's own shape (`param`: the field it is about, where the format names one). */
   error(status: number, message: string, param?: string | null): HttpReply;
 }
