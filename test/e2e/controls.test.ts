@@ -200,7 +200,7 @@ describe.skipIf(!canRun)('key limits and top-up codes in the browser', () => {
 
     await a.page.reload();
     expect(await batchRow.getByTestId('redeemed').innerText()).toBe('1 of 3');
-    await batchRow.getByRole('button', { name: `Codes of batch ${batch}` }).click();
+    await batchRow.getByRole('button', { name: `Show codes of batch ${batch}` }).click();
     await batchRow.getByText(`redeemed by ${user.email}`).waitFor();
     expect(await batchRow.getByText('not redeemed').count()).toBe(2);
     await a.context.close();

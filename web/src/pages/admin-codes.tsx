@@ -271,7 +271,7 @@ export function AdminCodesPage() {
                         type="button"
                         className="button secondary small"
                         aria-expanded={open === b.id}
-                        aria-label={`Codes of batch ${b.id}`}
+                        aria-label={`${open === b.id ? 'Hide' : 'Show'} codes of batch ${b.id}`}
                         onClick={() => setOpen(open === b.id ? undefined : b.id)}
                       >
                         {open === b.id ? 'Hide codes' : 'Show codes'}

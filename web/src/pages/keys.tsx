@@ -329,8 +329,12 @@ export function KeysPage() {
                       <td className="nowrap" data-label="Key">
                         <code>{k.hint}</code>
                       </td>
-                      <td data-label="Created">{dateTime(k.created_at)}</td>
-                      <td data-label="Last used">{dateTime(k.last_used_at)}</td>
+                      <td className="when" data-label="Created">
+                        {dateTime(k.created_at)}
+                      </td>
+                      <td className="when" data-label="Last used">
+                        {dateTime(k.last_used_at)}
+                      </td>
                       <td className="num" data-label="Spend">
                         {usd(k.spend)}
                       </td>
