@@ -86,14 +86,6 @@ for (const name of ['laptop', 'billing-service', 'ci']) {
   keys.push(k);
 }
 
-// The CI key: $5 a month, two providers, 60 requests a minute, until the end of the year.
-await store.updateApiKey(ada.id, keys[2].key.id, {
-  limitNano: parseUsdToNano('5'),
-  limitReset: 'monthly',
-  allowed: ['prov-deepseek', 'prov-qwen'],
-  rpm: 60,
-  expiresAt: Date.UTC(new Date().getUTCFullYear(), 11, 31, 23, 59),
-});
 // A batch of top-up codes, two redeemed (one by Ada, one left for the Top up page's shot).
 const batch = await createTopUpBatch(store, {
   amountNano: parseUsdToNano('10'),
@@ -180,6 +172,16 @@ await chat(keys[2].secret, {
   provider: 'prov-gemini',
   messages: [{ role: 'user', content: 'Classify this' }],
 });
+
+// The CI key: $5 a month, two providers, 60 requests a minute, until the end of the year.
+await store.updateApiKey(ada.id, keys[2].key.id, {
+  limitNano: parseUsdToNano('5'),
+  limitReset: 'monthly',
+  allowed: ['prov-deepseek', 'prov-qwen'],
+  rpm: 60,
+  expiresAt: Date.UTC(new Date().getUTCFullYear(), 11, 31, 23, 59),
+});
+await chat(keys[2].secret, { messages: [{ role: 'user', content: 'Lint this diff' }] });
 
 const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
 mkdirSync(OUT, { recursive: true });

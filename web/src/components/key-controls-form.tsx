@@ -37,10 +37,10 @@ export function draftOf(c: KeyControls): ControlsDraft {
 }
 
 const RESETS: { value: LimitReset; label: string }[] = [
-  { value: 'daily', label: 'Daily (00:00 UTC)' },
-  { value: 'weekly', label: 'Weekly (Monday 00:00 UTC)' },
-  { value: 'monthly', label: 'Monthly (the 1st, 00:00 UTC)' },
-  { value: 'never', label: 'Never (one limit for the key’s life)' },
+  { value: 'daily', label: 'Daily' },
+  { value: 'weekly', label: 'Weekly (Mondays)' },
+  { value: 'monthly', label: 'Monthly (the 1st)' },
+  { value: 'never', label: 'Never' },
 ];
 
 type Body = Record<string, string | number | string[] | null>;
@@ -147,8 +147,8 @@ export function ControlsFields({
         </div>
       </div>
       <p id={`${id}-limit-hint`} className="hint">
-        The most this key may spend per period; empty: only the balance limits it.{' '}
-        <span id={`${id}-expires-hint`}>Empty expiry: the key works until revoked.</span>
+        The most this key may spend per period (periods start at 00:00 UTC); empty: only the balance limits
+        it. <span id={`${id}-expires-hint`}>Empty expiry: the key works until revoked.</span>
       </p>
       <div className="row wrap">
         <div className="field">

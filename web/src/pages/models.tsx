@@ -8,9 +8,11 @@ import { useLoad } from '../use-load';
 export function ModelsPage() {
   const models = useLoad(() => api<ModelPrices>('GET', '/models'), 'models');
   const data = models.data;
+  // A key by its name, with its hint only where another key has the same name.
   const keyName = (id: string) => {
     const k = data?.keys.find((x) => x.id === id);
-    return k ? keyLabel(k) : id;
+    if (!k) return id;
+    return data?.keys.some((x) => x.id !== id && x.name === k.name) ? keyLabel(k) : k.name;
   };
   return (
     <>
