@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Regenerates docs/screenshots/*.png: every dashboard page at desktop (1280×800) and phone (390×844)
- * width, light theme. Runs the built server (`npm run build` first) on a throwaway SQLite database with
+ * width, light theme, and the main pages in the dark theme too (`*-dark-<size>.png`). Runs the built server (`npm run build` first) on a throwaway SQLite database with
  * the upstream simulator, seeds two accounts, keys and 14 days of billed usage, and drives Debian's
  * headless Chromium with playwright-core.
  *
@@ -39,6 +39,8 @@ const { openStore } = await import('../dist/store/index.js');
 const { hashPassword } = await import('../dist/auth/passwords.js');
 const { createKey } = await import('../dist/auth/keys.js');
 const { parseUsdToNano, tokenCost } = await import('../dist/money/money.js');
+const { createTopUpBatch } = await import('../dist/auth/topup-code.js');
+const { redeemTopUpCode } = await import('../dist/auth/code-redemption.js');
 
 const dir = mkdtempSync(join(tmpdir(), 'tollgate-screens-'));
 const sim = await startSimulator({ host: '127.0.0.1', port: 0, latencyMs: 0 });
@@ -83,6 +85,16 @@ for (const name of ['laptop', 'billing-service', 'ci']) {
   if (!k.ok) throw new Error(k.message);
   keys.push(k);
 }
+
+// A batch of top-up codes, two redeemed (one by Ada, one left for the Top up page's shot).
+const batch = await createTopUpBatch(store, {
+  amountNano: parseUsdToNano('10'),
+  count: 20,
+  expiresAt: null,
+  note: 'Workshop, March',
+  createdBy: admin.id,
+});
+await redeemTopUpCode(store, ada.id, batch.codes[0]);
 
 // 14 days of history, billed through the store's own hold → settle path so the ledger stays exact.
 const providers = ['prov-deepseek', 'prov-qwen', 'prov-kimi', 'prov-gpt-oss-120b', 'prov-gemini'];
@@ -161,6 +173,16 @@ await chat(keys[2].secret, {
   messages: [{ role: 'user', content: 'Classify this' }],
 });
 
+// The CI key: $5 a month, two providers, 60 requests a minute, until the end of the year.
+await store.updateApiKey(ada.id, keys[2].key.id, {
+  limitNano: parseUsdToNano('5'),
+  limitReset: 'monthly',
+  allowed: ['prov-deepseek', 'prov-qwen'],
+  rpm: 60,
+  expiresAt: Date.UTC(new Date().getUTCFullYear(), 11, 31, 23, 59),
+});
+await chat(keys[2].secret, { messages: [{ role: 'user', content: 'Lint this diff' }] });
+
 const VIEWPORTS = { desktop: { width: 1280, height: 800 }, phone: { width: 390, height: 844 } };
 mkdirSync(OUT, { recursive: true });
 // The set of pages is exactly what this run writes: drop the last run's files first.
@@ -228,6 +250,21 @@ try {
     await page.getByRole('dialog').waitFor();
     await shoot(page, 'keys-revoke', size);
     await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByRole('button', { name: 'Edit key ci' }).click();
+    await page.getByRole('dialog').getByLabel('Tokens per minute').fill('200000');
+    await shoot(page, 'keys-limits', size);
+    await page.getByRole('dialog').getByRole('button', { name: 'Cancel' }).click();
+    await page.goto('/models');
+    await page.getByRole('row', { name: /prov-deepseek/ }).waitFor();
+    await shoot(page, 'models', size);
+    await page.goto('/top-up');
+    await page.getByLabel('Code', { exact: true }).fill(batch.codes[size === 'desktop' ? 1 : 2]);
+    await page.getByRole('button', { name: 'Redeem' }).click();
+    await page
+      .locator('#main')
+      .getByText(/^Added \$10/)
+      .waitFor();
+    await shoot(page, 'top-up', size);
     await page.goto('/usage');
     await page.getByRole('img', { name: /per day by provider/ }).waitFor();
     await page.getByRole('table').last().waitFor();
@@ -255,6 +292,38 @@ try {
     await page.goto('/admin/providers');
     await page.getByRole('row', { name: /prov-claude/ }).waitFor();
     await shoot(page, 'admin-providers', size);
+    await page.goto('/admin/codes');
+    await page.getByLabel('Amount of each code (USD)').fill('25');
+    await page.getByLabel('How many codes').fill('5');
+    await page.getByLabel('Note (optional)').fill('Hackathon prizes');
+    await page.getByRole('button', { name: 'Create codes' }).click();
+    await page.getByTestId('new-codes').waitFor();
+    await shoot(page, 'admin-codes', size);
+    await context.close();
+  }
+
+  // The dark theme, as a browser set to dark shows it.
+  for (const [size, viewport] of Object.entries(VIEWPORTS)) {
+    const context = await browser.newContext({
+      viewport,
+      baseURL: url,
+      colorScheme: 'dark',
+      deviceScaleFactor: 1,
+    });
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await logIn(page, ada.email);
+    await page.getByTestId('balance').waitFor();
+    await shoot(page, 'overview-dark', size);
+    await page.goto('/keys');
+    await page.getByRole('heading', { name: 'Your keys' }).waitFor();
+    await shoot(page, 'keys-dark', size);
+    await page.goto('/usage');
+    await page.getByRole('img', { name: /per day by provider/ }).waitFor();
+    await shoot(page, 'usage-dark', size);
+    await page.goto('/models');
+    await page.getByRole('row', { name: /prov-deepseek/ }).waitFor();
+    await shoot(page, 'models-dark', size);
     await context.close();
   }
 } finally {

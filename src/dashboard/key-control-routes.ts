@@ -2,6 +2,8 @@ import type { FastifyInstance } from 'fastify';
 import { MAX_KEY_NAME_LENGTH } from '../auth/keys.js';
 import { GatewayError } from '../errors.js';
 import { nanoToUsd, parseUsdToNano } from '../money/money.js';
+import { isAllowed } from '../routing/key-allow.js';
+import type { ProviderStatus } from '../routing/registry.js';
 import { currentWindow, isLimitReset, remaining, windowEnd } from '../store/key-window-rules.js';
 import type { ApiKeyInfo, KeyChanges } from '../store/types.js';
 import { type Fields, fieldsOf } from './body.js';
@@ -41,6 +43,31 @@ export function keyControlsView(k: ApiKeyInfo, now: number) {
     allowed: c.allowed,
     rpm: c.rpm,
     tpm: c.tpm,
+  };
+}
+
+/**
+ * Every provider and model with its prices (USD per 1M tokens, cache reads and writes too), whether `auto`
+ * rotates over it, whether it serves now, and which of the account's active keys may use it.
+ */
+export function modelPricesView(statuses: readonly ProviderStatus[], keys: readonly ApiKeyInfo[]) {
+  const active = keys.filter((k) => k.revokedAt === null);
+  return {
+    data: statuses.map((s) => {
+      const p = s.provider;
+      return {
+        provider: p.name,
+        model: p.model,
+        input_price: nanoToUsd(p.inputPriceNano),
+        output_price: nanoToUsd(p.outputPriceNano),
+        cache_read_price: nanoToUsd(p.cacheReadPriceNano),
+        cache_write_price: nanoToUsd(p.cacheWritePriceNano),
+        auto: p.inAutoRotation,
+        active: s.active,
+        key_ids: active.filter((k) => isAllowed(p, k.controls.allowed)).map((k) => k.id),
+      };
+    }),
+    keys: active.map((k) => ({ id: k.id, name: k.name, hint: k.hint, allowed: k.controls.allowed })),
   };
 }
 
@@ -112,16 +139,33 @@ function changesOf(fields: Fields): KeyChanges {
   return changes;
 }
 
-/** A key's controls: `GET /keys/:id/controls` and `PATCH /keys/:id` (docs/dashboard.md). */
+/**
+ * Keys' controls: `GET /keys/controls`, `GET /keys/:id/controls`, `PATCH /keys/:id`; and `GET /models`, the
+ * prices and which keys may use each model (docs/dashboard.md).
+ */
 export async function keyControlRoutes(app: FastifyInstance, deps: DashboardDeps): Promise<void> {
-  const { store, dashboardStore, authenticator } = deps;
+  const { store, dashboardStore, authenticator, providers, now } = deps;
+
+  app.get('/keys/controls', async (request) => {
+    const session = sessionOf(request);
+    const at = now();
+    const keys = await store.listApiKeys(session.accountId);
+    return {
+      data: keys.filter((k) => k.revokedAt === null).map((k) => keyControlsView(k, at)),
+    };
+  });
+
+  app.get('/models', async (request) => {
+    const session = sessionOf(request);
+    return modelPricesView(providers(), await store.listApiKeys(session.accountId));
+  });
 
   app.get<{ Params: { id: string } }>('/keys/:id/controls', async (request) => {
     const session = sessionOf(request);
     if (!ID.test(request.params.id)) throw keyNotFound();
     const key = await store.getApiKey(session.accountId, request.params.id);
     if (!key) throw keyNotFound();
-    return keyControlsView(key, Date.now());
+    return keyControlsView(key, now());
   });
 
   app.patch<{ Params: { id: string } }>('/keys/:id', async (request) => {
@@ -135,6 +179,6 @@ export async function keyControlRoutes(app: FastifyInstance, deps: DashboardDeps
     const hash = await dashboardStore.keyHash(session.accountId, id);
     if (hash) authenticator.forget(hash);
     request.log.info({ accountId: session.accountId, keyId: id }, 'API key controls changed');
-    return keyControlsView(key, Date.now());
+    return keyControlsView(key, now());
   });
 }

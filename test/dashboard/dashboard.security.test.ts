@@ -87,6 +87,8 @@ function crossAccountRequests(
     ['DELETE', `/keys/${victim.keyId}`],
     ['PATCH', `/keys/${victim.keyId}`, { limit: 1 }],
     ['GET', `/keys/${victim.keyId}/controls`],
+    ['GET', '/keys/controls'],
+    ['GET', '/models'],
     ['GET', `/usage?key_id=${victim.keyId}`],
     ['GET', `/usage?cursor=${victim.cursor}`],
     ['GET', `/usage/daily?key_id=${victim.keyId}`],
@@ -127,7 +129,7 @@ describe('dashboard security', () => {
       crossAccountRequests(alice).map(([method, url]) => {
         const path = url.split('?')[0] ?? '';
         const pattern = path
-          .replace(/\/keys\/[^/]+$/, '/keys/:id')
+          .replace(/\/keys\/(?!controls$)[^/]+$/, '/keys/:id')
           .replace(/\/keys\/[^/]+\/controls$/, '/keys/:id/controls')
           .replace(/\/accounts\/[^/]+\//, '/accounts/:id/')
           .replace(/\/invites\/[^/]+$/, '/invites/:id')
@@ -160,7 +162,7 @@ describe('dashboard security', () => {
       }
       if (url.startsWith('/usage/export.csv'))
         expect(res.text.trimEnd().split('\r\n'), where).toHaveLength(1);
-      if (url.startsWith('/keys/')) expect(codeOf(res), where).toBe('not_found');
+      if (url.startsWith('/keys/') && url !== '/keys/controls') expect(codeOf(res), where).toBe('not_found');
       if (url.startsWith('/admin')) expect(codeOf(res), where).toBe('forbidden');
       // Naming another account in a body is refused outright (see mass assignment below).
       if (body && typeof body === 'object' && 'account_id' in body)

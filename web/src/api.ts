@@ -86,7 +86,74 @@ export interface Credit {
   id: string;
   amount: number;
   note: string | null;
+  /** The top-up code batch the credit was redeemed from, else null. */
+  batch_id: string | null;
   created_at: string;
+}
+
+export type LimitReset = 'daily' | 'weekly' | 'monthly' | 'never';
+
+/** A key's own controls (`GET /keys/controls`, `PATCH /keys/:id`). */
+export interface KeyControls {
+  id: string;
+  name: string;
+  limit: {
+    amount: number;
+    spent: number;
+    remaining: number;
+    reset: LimitReset;
+    resets_at: string | null;
+  } | null;
+  expires_at: string | null;
+  allowed: string[] | null;
+  rpm: number | null;
+  tpm: number | null;
+}
+
+/** One provider and its model with its prices (USD per 1M tokens), from `GET /models`. */
+export interface ModelPrice {
+  provider: string;
+  model: string;
+  input_price: number;
+  output_price: number;
+  cache_read_price: number;
+  cache_write_price: number;
+  auto: boolean;
+  active: boolean;
+  /** The account's active keys that may use it. */
+  key_ids: string[];
+}
+
+export interface ModelPrices {
+  data: ModelPrice[];
+  keys: { id: string; name: string; hint: string; allowed: string[] | null }[];
+}
+
+/** A batch of top-up codes, with how many were redeemed (`GET /admin/code-batches`). */
+export interface CodeBatch {
+  id: string;
+  amount: number;
+  note: string | null;
+  created: number;
+  redeemed: number;
+  expired: number;
+  created_at: string;
+  expires_at: string | null;
+  created_by: string;
+}
+
+export interface CodeState {
+  position: number;
+  hint: string;
+  redeemed_by: { id: string; email: string } | null;
+  redeemed_at: string | null;
+}
+
+export interface Redeemed {
+  object: 'credit';
+  amount: number;
+  balance: number;
+  batch_id: string;
 }
 
 export interface ProviderInfo {
@@ -154,7 +221,11 @@ export function setSessionEndedHandler(handler: () => void): void {
   onSessionEnded = handler;
 }
 
-export async function api<T>(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+export async function api<T>(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  path: string,
+  body?: unknown,
+): Promise<T> {
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && csrfToken) headers['x-csrf-token'] = csrfToken;

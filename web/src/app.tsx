@@ -3,13 +3,16 @@ import { ApiError, api, type SessionInfo, setCsrfToken, setSessionEndedHandler }
 import { Layout } from './components/layout';
 import { AccountPage } from './pages/account';
 import { AdminAccountsPage } from './pages/admin-accounts';
+import { AdminCodesPage } from './pages/admin-codes';
 import { AdminInvitesPage } from './pages/admin-invites';
 import { AdminProvidersPage } from './pages/admin-providers';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
+import { ModelsPage } from './pages/models';
 import { NotFoundPage } from './pages/not-found';
 import { OverviewPage } from './pages/overview';
 import { SignupPage } from './pages/signup';
+import { TopUpPage } from './pages/top-up';
 import { UsagePage } from './pages/usage';
 import { navigate, useLocation } from './router';
 import { type Session, SessionContext } from './session';
@@ -18,10 +21,13 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/': { title: 'Overview', render: () => <OverviewPage /> },
   '/keys': { title: 'API keys', render: () => <KeysPage /> },
   '/usage': { title: 'Usage', render: () => <UsagePage /> },
+  '/models': { title: 'Models and prices', render: () => <ModelsPage /> },
+  '/top-up': { title: 'Top up', render: () => <TopUpPage /> },
   '/account': { title: 'Account', render: () => <AccountPage /> },
   '/admin/accounts': { title: 'Accounts', admin: true, render: () => <AdminAccountsPage /> },
   '/admin/invites': { title: 'Invites', admin: true, render: () => <AdminInvitesPage /> },
   '/admin/providers': { title: 'Providers', admin: true, render: () => <AdminProvidersPage /> },
+  '/admin/codes': { title: 'Top-up codes', admin: true, render: () => <AdminCodesPage /> },
 };
 
 /**

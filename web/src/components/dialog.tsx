@@ -9,11 +9,14 @@ export function Dialog({
   title,
   onClose,
   children,
+  wide = false,
 }: {
   open: boolean;
   title: string;
   onClose: () => void;
   children: ReactNode;
+  /** A wider dialog, for a form of many fields. */
+  wide?: boolean;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
   const titleId = useId();
@@ -24,7 +27,7 @@ export function Dialog({
     if (!open && dialog.open) dialog.close();
   }, [open]);
   return (
-    <dialog ref={ref} className="dialog" aria-labelledby={titleId} onClose={onClose}>
+    <dialog ref={ref} className={wide ? 'dialog wide' : 'dialog'} aria-labelledby={titleId} onClose={onClose}>
       {open && (
         <>
           <h2 id={titleId}>{title}</h2>

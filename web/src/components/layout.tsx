@@ -2,11 +2,14 @@ import { type ReactNode, useEffect, useRef } from 'react';
 import { announce, focusOn } from '../announce';
 import { Link, useLocation } from '../router';
 import { useSession } from '../session';
+import { setTheme, useTheme } from '../theme';
 
 const USER_LINKS = [
   { to: '/', label: 'Overview' },
   { to: '/keys', label: 'API keys' },
   { to: '/usage', label: 'Usage' },
+  { to: '/models', label: 'Models and prices' },
+  { to: '/top-up', label: 'Top up' },
   { to: '/account', label: 'Account' },
 ];
 
@@ -14,6 +17,7 @@ const ADMIN_LINKS = [
   { to: '/admin/accounts', label: 'Accounts' },
   { to: '/admin/invites', label: 'Invites' },
   { to: '/admin/providers', label: 'Providers' },
+  { to: '/admin/codes', label: 'Top-up codes' },
 ];
 
 function NavLinks({ links, path }: { links: { to: string; label: string }[]; path: string }) {
@@ -27,6 +31,21 @@ function NavLinks({ links, path }: { links: { to: string; label: string }[]; pat
         </li>
       ))}
     </ul>
+  );
+}
+
+/** Light or dark, remembered in this browser; a toggle button, pressed while dark. */
+function ThemeToggle() {
+  const theme = useTheme();
+  return (
+    <button
+      type="button"
+      className="button secondary small theme-toggle"
+      aria-pressed={theme === 'dark'}
+      onClick={() => setTheme(theme === 'dark' ? 'light' : 'dark')}
+    >
+      Dark theme
+    </button>
   );
 }
 
@@ -62,6 +81,7 @@ export function Layout({ title, children }: { title: string; children: ReactNode
             {account.email}
           </span>
           {account.role === 'admin' && <span className="badge">admin</span>}
+          <ThemeToggle />
           <button type="button" className="button secondary small" onClick={() => void logout()}>
             Log out
           </button>

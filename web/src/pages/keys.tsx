@@ -1,11 +1,18 @@
-import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useRef, useState } from 'react';
 import { announce, focusOn } from '../announce';
-import { type ApiKey, api, type KeyList } from '../api';
+import { type ApiKey, api, type KeyControls, type KeyList, type ModelPrice, type ModelPrices } from '../api';
 import { CopyButton } from '../components/copy-button';
 import { Dialog } from '../components/dialog';
 import { GettingStarted } from '../components/getting-started';
+import {
+  type ControlsDraft,
+  ControlsFields,
+  controlsBody,
+  EditControlsForm,
+  NO_CONTROLS,
+} from '../components/key-controls-form';
 import { ErrorNotice, LoadError, SuccessNotice } from '../components/notice';
-import { dateTime, usd } from '../format';
+import { dateTime, tokens, usd } from '../format';
 import { useSession } from '../session';
 import { messageOf, useLoad } from '../use-load';
 
@@ -41,8 +48,57 @@ function NewKey({ created, onDone }: { created: Created; onDone: () => void }) {
   );
 }
 
-function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Created) => void }) {
+/** What a key's controls say, in a few words each: its limit and window, expiry, rate limits, list. */
+function ControlsSummary({ c }: { c: KeyControls | undefined }) {
+  if (!c) return null;
+  const parts: ReactNode[] = [];
+  if (c.limit) {
+    parts.push(
+      <li key="limit" data-testid="key-limit">
+        {usd(c.limit.spent)} of {usd(c.limit.amount)} spent {PERIOD[c.limit.reset]}
+        {c.limit.resets_at && <>, resets {dateTime(c.limit.resets_at)}</>}
+      </li>,
+    );
+  }
+  if (c.expires_at) {
+    const past = Date.parse(c.expires_at) <= Date.now();
+    parts.push(
+      <li key="expires">
+        {past ? 'Expired' : 'Expires'} {dateTime(c.expires_at)}
+      </li>,
+    );
+  }
+  if (c.rpm !== null || c.tpm !== null) {
+    const rates = [
+      c.rpm !== null ? `${tokens(c.rpm)} requests` : undefined,
+      c.tpm !== null ? `${tokens(c.tpm)} tokens` : undefined,
+    ].filter(Boolean);
+    parts.push(<li key="rate">{rates.join(', ')} per minute</li>);
+  }
+  if (c.allowed) parts.push(<li key="allowed">Only {c.allowed.join(', ')}</li>);
+  if (parts.length === 0) return <span className="hint">No limits</span>;
+  return <ul className="controls-summary">{parts}</ul>;
+}
+
+const PERIOD = {
+  daily: 'today',
+  weekly: 'this week',
+  monthly: 'this month',
+  never: 'in all (never resets)',
+} as const;
+
+function CreateKeyForm({
+  list,
+  models,
+  onCreated,
+}: {
+  list: KeyList;
+  models: ModelPrice[] | undefined;
+  onCreated: (c: Created, controlsError: string | undefined) => void;
+}) {
   const [name, setName] = useState('');
+  const [draft, setDraft] = useState<ControlsDraft>(NO_CONTROLS);
+  const [problem, setProblem] = useState<{ field: string; message: string }>();
   const [error, setError] = useState<string>();
   const [busy, setBusy] = useState(false);
   const full = list.active >= list.limit;
@@ -53,12 +109,29 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
       setError('Give the key a name, e.g. where it is used.');
       return;
     }
+    const withControls = draft !== NO_CONTROLS;
+    const parsed = controlsBody(draft);
+    if ('field' in parsed) {
+      setProblem(parsed);
+      return;
+    }
     setBusy(true);
     setError(undefined);
+    setProblem(undefined);
     try {
       const created = await api<Created>('POST', '/keys', { name: name.trim() });
+      // The secret is shown only after its controls are set: nobody can use the key before.
+      let controlsError: string | undefined;
+      if (withControls) {
+        try {
+          await api('PATCH', `/keys/${encodeURIComponent(created.id)}`, parsed.body);
+        } catch (err) {
+          controlsError = messageOf(err);
+        }
+      }
       setName('');
-      onCreated(created);
+      setDraft(NO_CONTROLS);
+      onCreated(created, controlsError);
     } catch (err) {
       setError(messageOf(err));
     } finally {
@@ -98,6 +171,10 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
       <p id="key-name-hint" className="hint">
         A name that says where the key is used, so you know which one to revoke.
       </p>
+      <details className="key-controls" open={problem !== undefined || undefined}>
+        <summary>Limits and restrictions (optional)</summary>
+        <ControlsFields draft={draft} onChange={setDraft} models={models} problem={problem} />
+      </details>
       <ErrorNotice>{error}</ErrorNotice>
     </form>
   );
@@ -105,7 +182,12 @@ function CreateKeyForm({ list, onCreated }: { list: KeyList; onCreated: (c: Crea
 
 export function KeysPage() {
   const keys = useLoad(() => api<KeyList>('GET', '/keys'), 'keys');
+  const controls = useLoad(() => api<{ data: KeyControls[] }>('GET', '/keys/controls'), 'key-controls');
+  const models = useLoad(() => api<ModelPrices>('GET', '/models'), 'models');
   const [created, setCreated] = useState<Created>();
+  const [controlsError, setControlsError] = useState<string>();
+  const [editing, setEditing] = useState<KeyControls>();
+  const [saved, setSaved] = useState<string>();
   const [revoking, setRevoking] = useState<ApiKey>();
   const [revokeError, setRevokeError] = useState<string>();
   const [revoked, setRevoked] = useState<string>();
@@ -132,9 +214,11 @@ export function KeysPage() {
       await api('DELETE', `/keys/${encodeURIComponent(revoking.id)}`);
       const message = `Key “${revoking.name}” was revoked. Requests with it are refused from now on.`;
       setRevoked(message);
+      setSaved(undefined);
       setRevoking(undefined);
       setFocusNext('revoked');
       keys.reload();
+      controls.reload();
     } catch (err) {
       setRevokeError(messageOf(err));
     } finally {
@@ -142,7 +226,24 @@ export function KeysPage() {
     }
   }
 
+  async function save(body: Record<string, unknown>): Promise<string | undefined> {
+    if (!editing) return undefined;
+    try {
+      const next = await api<KeyControls>('PATCH', `/keys/${encodeURIComponent(editing.id)}`, body);
+      setEditing(undefined);
+      setRevoked(undefined);
+      setSaved(`Key “${next.name}” saved.`);
+      setFocusNext('revoked');
+      keys.reload();
+      controls.reload();
+      return undefined;
+    } catch (err) {
+      return messageOf(err);
+    }
+  }
+
   const list = keys.data;
+  const controlsOf = (id: string) => controls.data?.data.find((c) => c.id === id);
   return (
     <>
       <p className="lead">
@@ -159,6 +260,13 @@ export function KeysPage() {
         )}
       </p>
       <LoadError loaded={keys} what="your keys" />
+      <LoadError loaded={controls} what="your keys' limits" />
+      {created && (
+        <ErrorNotice>
+          {controlsError &&
+            `The key was created, but its limits were not saved: ${controlsError} Set them with Edit before you use the key.`}
+        </ErrorNotice>
+      )}
       {created && (
         <NewKey
           created={created}
@@ -171,16 +279,20 @@ export function KeysPage() {
       {list && !created && (
         <CreateKeyForm
           list={list}
-          onCreated={(c) => {
+          models={models.data?.data}
+          onCreated={(c, error) => {
             setRevoked(undefined);
+            setSaved(undefined);
+            setControlsError(error);
             setCreated(c);
             announce(`Key “${c.name}” created. Copy it now: it is shown only this once.`);
             keys.reload();
+            controls.reload();
           }}
         />
       )}
       <div ref={revokedNotice} tabIndex={-1}>
-        <SuccessNotice>{revoked}</SuccessNotice>
+        <SuccessNotice>{revoked ?? saved}</SuccessNotice>
       </div>
       {list && (
         <section className="panel" aria-labelledby="keys-heading">
@@ -201,6 +313,7 @@ export function KeysPage() {
                     <th scope="col" className="num">
                       Spend
                     </th>
+                    <th scope="col">Limits</th>
                     <th scope="col">Status</th>
                     <th scope="col">
                       <span className="visually-hidden">Actions</span>
@@ -216,10 +329,17 @@ export function KeysPage() {
                       <td className="nowrap" data-label="Key">
                         <code>{k.hint}</code>
                       </td>
-                      <td data-label="Created">{dateTime(k.created_at)}</td>
-                      <td data-label="Last used">{dateTime(k.last_used_at)}</td>
+                      <td className="when" data-label="Created">
+                        {dateTime(k.created_at)}
+                      </td>
+                      <td className="when" data-label="Last used">
+                        {dateTime(k.last_used_at)}
+                      </td>
                       <td className="num" data-label="Spend">
                         {usd(k.spend)}
+                      </td>
+                      <td className="limits-cell" data-label="Limits">
+                        {k.status === 'active' && <ControlsSummary c={controlsOf(k.id)} />}
                       </td>
                       <td data-label="Status">
                         <span className={`status ${k.status}`}>
@@ -228,17 +348,31 @@ export function KeysPage() {
                       </td>
                       <td className="actions-cell">
                         {k.status === 'active' && (
-                          <button
-                            type="button"
-                            className="button danger small"
-                            aria-label={`Revoke key ${k.name}`}
-                            onClick={() => {
-                              setRevokeError(undefined);
-                              setRevoking(k);
-                            }}
-                          >
-                            Revoke
-                          </button>
+                          <div className="row-actions">
+                            <button
+                              type="button"
+                              className="button secondary small"
+                              aria-label={`Edit key ${k.name}`}
+                              disabled={!controlsOf(k.id)}
+                              onClick={() => {
+                                setSaved(undefined);
+                                setEditing(controlsOf(k.id));
+                              }}
+                            >
+                              Edit
+                            </button>
+                            <button
+                              type="button"
+                              className="button danger small"
+                              aria-label={`Revoke key ${k.name}`}
+                              onClick={() => {
+                                setRevokeError(undefined);
+                                setRevoking(k);
+                              }}
+                            >
+                              Revoke
+                            </button>
+                          </div>
                         )}
                       </td>
                     </tr>
@@ -254,6 +388,21 @@ export function KeysPage() {
           )}
         </section>
       )}
+      <Dialog
+        wide
+        open={editing !== undefined}
+        title={editing ? `Edit key “${editing.name}”` : 'Edit key'}
+        onClose={() => setEditing(undefined)}
+      >
+        {editing && (
+          <EditControlsForm
+            controls={editing}
+            models={models.data?.data}
+            onSave={save}
+            onCancel={() => setEditing(undefined)}
+          />
+        )}
+      </Dialog>
       <Dialog open={revoking !== undefined} title="Revoke this key?" onClose={() => setRevoking(undefined)}>
         {revoking && (
           <>
