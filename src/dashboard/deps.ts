@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
@@ -44,6 +44,14 @@ export interface DashboardDeps {
   /** Every provider's configuration and state right now. */
   providers: () => ProviderStatus[];
   now: () => number;
+  /**
+   * The playground's routes (a front door of `api/`, given by `http/`), registered behind this plugin's
+   * session and CSRF gate; `accountOf` names the signed-in account of a request.
+   */
+  playground?: (
+    app: FastifyInstance,
+    options: { accountOf(request: FastifyRequest): string },
+  ) => Promise<void>;
 }
 
 /** The session of a request that passed the `user` or `admin` gate. */

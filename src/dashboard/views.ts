@@ -1,3 +1,4 @@
+import { PLAYGROUND_KEY_ID } from '../auth/keys.js';
 import { nanoToUsd } from '../money/money.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import type {
@@ -52,7 +53,10 @@ export function usageView(u: UsageRow) {
   return {
     request_id: u.requestId,
     created_at: iso(u.createdAt),
-    key: { id: u.keyId, name: u.keyName, hint: u.keyHint },
+    key:
+      u.keyId === PLAYGROUND_KEY_ID
+        ? { id: u.keyId, name: 'Playground', hint: null }
+        : { id: u.keyId, name: u.keyName, hint: u.keyHint },
     provider: u.provider,
     model: u.model,
     prompt_tokens: u.promptTokens,

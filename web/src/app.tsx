@@ -9,6 +9,7 @@ import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
 import { NotFoundPage } from './pages/not-found';
 import { OverviewPage } from './pages/overview';
+import { PlaygroundPage } from './pages/playground';
 import { SignupPage } from './pages/signup';
 import { UsagePage } from './pages/usage';
 import { navigate, useLocation } from './router';
@@ -18,6 +19,7 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/': { title: 'Overview', render: () => <OverviewPage /> },
   '/keys': { title: 'API keys', render: () => <KeysPage /> },
   '/usage': { title: 'Usage', render: () => <UsagePage /> },
+  '/playground': { title: 'Playground', render: () => <PlaygroundPage /> },
   '/account': { title: 'Account', render: () => <AccountPage /> },
   '/admin/accounts': { title: 'Accounts', admin: true, render: () => <AdminAccountsPage /> },
   '/admin/invites': { title: 'Invites', admin: true, render: () => <AdminInvitesPage /> },

@@ -7,6 +7,7 @@ const USER_LINKS = [
   { to: '/', label: 'Overview' },
   { to: '/keys', label: 'API keys' },
   { to: '/usage', label: 'Usage' },
+  { to: '/playground', label: 'Playground' },
   { to: '/account', label: 'Account' },
 ];
 

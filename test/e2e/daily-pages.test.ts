@@ -1,0 +1,108 @@
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createUser, type Harness, PASSWORD, startDashboardHarness } from '../dashboard/dashboard-helpers.js';
+import { browserTestsCanRun, launchChromium } from './browser.js';
+
+/* The pages of every day: the playground, the admin's view of every account, the audit log. */
+
+const canRun = browserTestsCanRun();
+
+let h: Harness;
+let url: string;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!canRun) return;
+  h = await startDashboardHarness({ env: { STREAMING: 'on' } });
+  url = await h.server.listen();
+  browser = await launchChromium();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await h?.close();
+});
+
+const pageErrors: string[] = [];
+afterEach(() => {
+  const errors = pageErrors.splice(0);
+  expect(errors).toEqual([]);
+});
+
+async function signedIn(email: string, width = 1280): Promise<Page> {
+  const context = await browser.newContext({ viewport: { width, height: 800 }, baseURL: url });
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  page.on('pageerror', (err) => pageErrors.push(`${page.url()}: ${err.message}`));
+  page.on('console', (msg) => {
+    if (msg.type() === 'error' && !/status of (401|402|403)/.test(msg.text())) {
+      pageErrors.push(`${page.url()}: ${msg.text()}`);
+    }
+  });
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(PASSWORD);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+  return page;
+}
+
+async function balanceNano(accountId: string): Promise<number> {
+  return (await h.server.store.getAccount(accountId))?.balanceNano ?? Number.NaN;
+}
+
+/** `$1,234.567890` → nanodollars. */
+function nanoOfShown(text: string): number {
+  return Math.round(Number(text.replace(/[$,]/g, '')) * 1e9);
+}
+
+describe.skipIf(!canRun)('the pages of every day (headless Chromium)', () => {
+  for (const mode of ['streamed', 'whole'] as const) {
+    it(`playground: a ${mode} answer with its tokens, cost and balance, billed to the account and listed as Playground`, async () => {
+      const user = await createUser(h, { usd: 3 });
+      const page = await signedIn(user.email);
+      await page.getByRole('link', { name: 'Playground', exact: true }).click();
+      await page.getByRole('heading', { level: 1, name: 'Playground' }).waitFor();
+      await page.getByLabel('Provider or model').selectOption('prov-qwen');
+      await page.getByLabel('Prompt').fill('Say something about toll roads.');
+      const box = page.getByLabel('Stream the answer');
+      if (mode === 'whole') await box.uncheck();
+      else expect(await box.isChecked()).toBe(true);
+      const before = await balanceNano(user.id);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const bill = page.getByTestId('playground-bill');
+      await bill.waitFor();
+      expect((await page.getByTestId('playground-answer').innerText()).length).toBeGreaterThan(0);
+      const facts = await bill.locator('dd').allInnerTexts();
+      expect(facts[0]).toBe('prov-qwen');
+      expect(facts[1]).toMatch(/^\d[\d,]* in · \d[\d,]* out$/);
+      const cost = nanoOfShown(facts[2] ?? '');
+      const after = await balanceNano(user.id);
+      expect(cost).toBeGreaterThan(0);
+      // Shown to the micro-dollar: the balance fell by the call's charge, which the page shows rounded.
+      const rows = await h.server.store.listUsage(user.id, { limit: 5 });
+      expect(rows).toHaveLength(1);
+      const charged = (rows[0]?.inputCostNano ?? 0) + (rows[0]?.outputCostNano ?? 0);
+      expect(before - after).toBe(charged);
+      expect(Math.abs(cost - charged)).toBeLessThan(1000);
+      expect(Math.abs(nanoOfShown(facts[3] ?? '') - after)).toBeLessThan(1000);
+      expect(rows[0]?.keyId).toBe('playground');
+
+      await page.getByRole('link', { name: 'Usage', exact: true }).click();
+      await page.getByRole('cell', { name: 'Playground', exact: true }).first().waitFor();
+      await page.context().close();
+    });
+  }
+
+  it('playground: a refusal is said in plain words', async () => {
+    const user = await createUser(h, { usd: 0 });
+    const page = await signedIn(user.email, 390);
+    await page.goto('/playground');
+    await page.getByLabel('Prompt').fill('Hello');
+    await page.getByRole('button', { name: 'Send' }).click();
+    await page
+      .getByRole('alert')
+      .filter({ hasText: /balance/i })
+      .waitFor();
+    await page.context().close();
+  });
+});
