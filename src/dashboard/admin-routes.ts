@@ -4,7 +4,8 @@ import { NANO_PER_USD, parseUsdToNano } from '../money/money.js';
 import { inviteCodeHash, newInviteCode } from './auth-routes.js';
 import { emailField, fieldsOf, optionalInt, optionalString, queryOf, requiredString } from './body.js';
 import { type DashboardDeps, sessionOf } from './deps.js';
-import { accountView, inviteView, providerView } from './views.js';
+import { reportScope, rollUp } from './usage-report.js';
+import { accountView, creditView, inviteView, providerView, usageView } from './views.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;
 /** Largest credit one grant may add, so a typo cannot add a fortune. */
@@ -86,6 +87,59 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
       return { account: accountView(account) };
     });
   }
+
+  app.get('/usage', admin, async (request) => {
+    const q = queryOf(request.query, [
+      'from',
+      'to',
+      'interval',
+      'tz',
+      'account_id',
+      'key_id',
+      'provider',
+      'model',
+    ]);
+    const scope = reportScope(q, now());
+    if (q.account_id !== undefined) {
+      if (!ID.test(q.account_id)) throw accountNotFound();
+      scope.query.accountId = q.account_id;
+    }
+    const [rows, refusals] = await Promise.all([
+      dashboardStore.usageTotals(scope.query),
+      dashboardStore.refusalTotals(scope.query),
+    ]);
+    const report = rollUp(scope, rows, refusals);
+    // The accounts by email (one look-up per account in the report).
+    const emails = new Map<string, string | null>();
+    for (const entry of report.by_account) {
+      emails.set(entry.account_id, (await store.getAccount(entry.account_id))?.email ?? null);
+    }
+    return {
+      ...report,
+      by_account: report.by_account.map((entry) => ({
+        ...entry,
+        email: emails.get(entry.account_id) ?? null,
+      })),
+    };
+  });
+
+  app.get<{ Params: { id: string } }>('/accounts/:id/history', admin, async (request) => {
+    const { id } = request.params;
+    const q = queryOf(request.query, ['limit']);
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new GatewayError('invalid_request', '"limit" must be a whole number from 1 to 200.', {
+        param: 'limit',
+      });
+    }
+    const account = ID.test(id) ? await store.getAccount(id) : undefined;
+    if (!account) throw accountNotFound();
+    const [credits, usage] = await Promise.all([
+      dashboardStore.recentCredits(id, limit),
+      dashboardStore.usagePage(id, {}, { limit }),
+    ]);
+    return { account: accountView(account), credits: credits.map(creditView), usage: usage.map(usageView) };
+  });
 
   app.get('/providers', admin, async () => {
     const traffic = await dashboardStore.providerTraffic(now() - ERROR_RATE_WINDOW_MS);

@@ -105,4 +105,40 @@ describe.skipIf(!canRun)('the pages of every day (headless Chromium)', () => {
       .waitFor();
     await page.context().close();
   });
+
+  it("admin's view: spend and calls of every account, one account's credits and charges, the range in the URL", async () => {
+    const root = await createUser(h, { role: 'admin', email: `root-${Date.now()}@e2e.test` });
+    const page = await signedIn(root.email);
+    await page.getByRole('link', { name: 'Spend', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Spend and calls' }).waitFor();
+    const today = new Date().toISOString().slice(0, 10);
+    await page.getByLabel('From', { exact: true }).fill(today);
+    await page.getByLabel('To', { exact: true }).fill(today);
+    await page.getByLabel('Per', { exact: true }).selectOption('hour');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page
+      .getByTestId('report-scope')
+      .filter({ hasText: `${today} to ${today}, per hour, times in UTC` })
+      .waitFor();
+    expect(page.url()).toContain(`from=${today}`);
+    expect(page.url()).toContain('interval=hour');
+    // Every account's charges, summed from the store, are the spend shown (to the micro-dollar).
+    const rows = await h.server.store
+      .dashboard()
+      .usageTotals({ from: 0, to: Date.now() + 1, bucketMs: 3_600_000 });
+    const total = rows.reduce((s, r) => s + r.costNano, 0);
+    expect(total).toBeGreaterThan(0);
+    const shown = nanoOfShown(await page.getByTestId('report-spend').innerText());
+    expect(Math.abs(shown - total)).toBeLessThan(1000);
+    const calls = Number((await page.getByTestId('report-calls').innerText()).replace(/,/g, ''));
+    expect(calls).toBe(rows.reduce((s, r) => s + r.requests, 0));
+    // One account: its credits and calls.
+    const account = page.getByRole('region', { name: 'By account' }).getByRole('link').first();
+    const email = await account.innerText();
+    await account.click();
+    await page.getByRole('heading', { name: `${email}: credits and charges` }).waitFor();
+    await page.getByText('$3.000000').first().waitFor();
+    expect(page.url()).toContain('account_id=');
+    await page.context().close();
+  });
 });

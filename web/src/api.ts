@@ -240,3 +240,34 @@ export async function postForStream(path: string, body: unknown, signal?: AbortS
   if (res.ok) return res;
   throw errorAnswer(res.status, await res.json().catch(() => undefined));
 }
+
+/** Totals of a report's bucket or breakdown entry: `cost` in USD, `cost_nano` exact. */
+export interface ReportTotals {
+  requests: number;
+  errors: number;
+  refused: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  cost_nano: number;
+}
+
+/** A totals report (`/usage/report`, `/admin/usage`): one time zone, one interval, a day range. */
+export interface UsageReport {
+  time_zone: string;
+  interval: 'day' | 'hour';
+  from: string;
+  to: string;
+  totals: ReportTotals;
+  series: (ReportTotals & { label: string; start: string })[];
+  by_key: (ReportTotals & {
+    key_id: string;
+    name?: string | null;
+    hint?: string | null;
+    revoked?: boolean;
+  })[];
+  by_provider: (ReportTotals & { provider: string })[];
+  by_model: (ReportTotals & { model: string })[];
+  by_account?: (ReportTotals & { account_id: string; email: string | null })[];
+  refused: { reason: string; requests: number }[];
+}

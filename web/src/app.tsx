@@ -5,6 +5,7 @@ import { AccountPage } from './pages/account';
 import { AdminAccountsPage } from './pages/admin-accounts';
 import { AdminInvitesPage } from './pages/admin-invites';
 import { AdminProvidersPage } from './pages/admin-providers';
+import { AdminUsagePage } from './pages/admin-usage';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
 import { NotFoundPage } from './pages/not-found';
@@ -24,6 +25,7 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/admin/accounts': { title: 'Accounts', admin: true, render: () => <AdminAccountsPage /> },
   '/admin/invites': { title: 'Invites', admin: true, render: () => <AdminInvitesPage /> },
   '/admin/providers': { title: 'Providers', admin: true, render: () => <AdminProvidersPage /> },
+  '/admin/usage': { title: 'Spend and calls', admin: true, render: () => <AdminUsagePage /> },
 };
 
 /**

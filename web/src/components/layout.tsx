@@ -15,6 +15,7 @@ const ADMIN_LINKS = [
   { to: '/admin/accounts', label: 'Accounts' },
   { to: '/admin/invites', label: 'Invites' },
   { to: '/admin/providers', label: 'Providers' },
+  { to: '/admin/usage', label: 'Spend' },
 ];
 
 function NavLinks({ links, path }: { links: { to: string; label: string }[]; path: string }) {
