@@ -6,7 +6,7 @@ import type { ActiveSession, SessionManager } from '../auth/sessions.js';
 import type { Billing } from '../billing/billing.js';
 import type { Config } from '../config/index.js';
 import type { ProviderStatus } from '../routing/registry.js';
-import type { DashboardStore } from '../store/dashboard-types.js';
+import type { DashboardStore, NewAuditEntry } from '../store/dashboard-types.js';
 import type { Store } from '../store/types.js';
 
 /*
@@ -58,4 +58,14 @@ export interface DashboardDeps {
 export function sessionOf(request: FastifyRequest): ActiveSession {
   if (!request.dashboardSession) throw new Error('dashboard route reached without a session');
   return request.dashboardSession;
+}
+
+/** Writes an admin's action to the audit log, as done by the session's account. */
+export async function audit(
+  deps: Pick<DashboardDeps, 'dashboardStore'>,
+  request: FastifyRequest,
+  entry: Omit<NewAuditEntry, 'actorId' | 'actor'>,
+): Promise<void> {
+  const { account } = sessionOf(request);
+  await deps.dashboardStore.recordAudit({ actorId: account.id, actor: account.email, ...entry });
 }

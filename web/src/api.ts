@@ -271,3 +271,15 @@ export interface UsageReport {
   by_account?: (ReportTotals & { account_id: string; email: string | null })[];
   refused: { reason: string; requests: number }[];
 }
+
+/** An administrator's action (`/admin/audit`). */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  actor_id: string | null;
+  action: string;
+  account_id: string | null;
+  target_id: string | null;
+  detail: Record<string, unknown> | null;
+}

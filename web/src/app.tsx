@@ -3,6 +3,7 @@ import { ApiError, api, type SessionInfo, setCsrfToken, setSessionEndedHandler }
 import { Layout } from './components/layout';
 import { AccountPage } from './pages/account';
 import { AdminAccountsPage } from './pages/admin-accounts';
+import { AdminAuditPage } from './pages/admin-audit';
 import { AdminInvitesPage } from './pages/admin-invites';
 import { AdminProvidersPage } from './pages/admin-providers';
 import { AdminUsagePage } from './pages/admin-usage';
@@ -26,6 +27,7 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/admin/invites': { title: 'Invites', admin: true, render: () => <AdminInvitesPage /> },
   '/admin/providers': { title: 'Providers', admin: true, render: () => <AdminProvidersPage /> },
   '/admin/usage': { title: 'Spend and calls', admin: true, render: () => <AdminUsagePage /> },
+  '/admin/audit': { title: 'Audit log', admin: true, render: () => <AdminAuditPage /> },
 };
 
 /**

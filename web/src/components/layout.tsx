@@ -16,6 +16,7 @@ const ADMIN_LINKS = [
   { to: '/admin/invites', label: 'Invites' },
   { to: '/admin/providers', label: 'Providers' },
   { to: '/admin/usage', label: 'Spend' },
+  { to: '/admin/audit', label: 'Audit log' },
 ];
 
 function NavLinks({ links, path }: { links: { to: string; label: string }[]; path: string }) {
