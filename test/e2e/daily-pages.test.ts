@@ -55,7 +55,7 @@ function nanoOfShown(text: string): number {
   return Math.round(Number(text.replace(/[$,]/g, '')) * 1e9);
 }
 
-describe.skipIf(!canRun)('the pages of every day (headless Chromium)', () => {
+describe.skipIf(!canRun)('the pages of every day (headless Chromium)', { timeout: 90_000 }, () => {
   for (const mode of ['streamed', 'whole'] as const) {
     it(`playground: a ${mode} answer with its tokens, cost and balance, billed to the account and listed as Playground`, async () => {
       const user = await createUser(h, { usd: 3 });
@@ -112,9 +112,9 @@ describe.skipIf(!canRun)('the pages of every day (headless Chromium)', () => {
     await page.getByRole('link', { name: 'Spend', exact: true }).click();
     await page.getByRole('heading', { level: 1, name: 'Spend and calls' }).waitFor();
     const today = new Date().toISOString().slice(0, 10);
-    await page.getByLabel('From', { exact: true }).fill(today);
-    await page.getByLabel('To', { exact: true }).fill(today);
-    await page.getByLabel('Per', { exact: true }).selectOption('hour');
+    await page.getByLabel('Totals from').fill(today);
+    await page.getByLabel('Totals to').fill(today);
+    await page.getByLabel('Totals per').selectOption('hour');
     await page.getByRole('button', { name: 'Show' }).click();
     await page
       .getByTestId('report-scope')
@@ -139,6 +139,77 @@ describe.skipIf(!canRun)('the pages of every day (headless Chromium)', () => {
     await page.getByRole('heading', { name: `${email}: credits and charges` }).waitFor();
     await page.getByText('$3.000000').first().waitFor();
     expect(page.url()).toContain('account_id=');
+    await page.context().close();
+  });
+
+  it('audit log: an admin grant shows with who and what', async () => {
+    const root = await createUser(h, { role: 'admin', email: `auditor-${Date.now()}@e2e.test` });
+    const user = await createUser(h);
+    const page = await signedIn(root.email);
+    const csrf = await page.evaluate(async () => {
+      const res = await fetch('/dashboard/api/session');
+      return ((await res.json()) as { csrf_token: string }).csrf_token;
+    });
+    const granted = await page.evaluate(
+      async ({ id, token }) => {
+        const res = await fetch(`/dashboard/api/admin/accounts/${id}/credits`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-csrf-token': token },
+          body: JSON.stringify({ amount: '0.25', note: 'audit me' }),
+        });
+        return res.status;
+      },
+      { id: user.id, token: csrf },
+    );
+    expect(granted).toBe(200);
+    await page.getByRole('link', { name: 'Audit log', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Audit log' }).waitFor();
+    const row = page.getByRole('row').filter({ hasText: 'audit me' });
+    await row.waitFor();
+    expect(await row.innerText()).toContain(root.email);
+    expect(await row.innerText()).toContain('Granted credit');
+    expect(await row.innerText()).toContain('amount: $0.250000');
+    await page.context().close();
+  });
+
+  it('usage totals: by model, provider and key, per hour in the chosen zone, kept in the URL', async () => {
+    const user = await createUser(h, { usd: 2 });
+    const page = await signedIn(user.email);
+    // Two calls through the playground on two providers.
+    for (const provider of ['prov-qwen', 'prov-claude']) {
+      await page.goto('/playground');
+      await page.getByLabel('Provider or model').selectOption(provider);
+      await page.getByLabel('Prompt').fill(`Hello ${provider}`);
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.getByTestId('playground-bill').waitFor();
+    }
+    const today = new Date().toISOString().slice(0, 10);
+    await page.goto('/usage');
+    await page.getByLabel('Totals from').fill(today);
+    await page.getByLabel('Totals to').fill(today);
+    await page.getByLabel('Totals per').selectOption('hour');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await page
+      .getByTestId('report-scope')
+      .filter({ hasText: `${today} to ${today}, per hour, times in UTC` })
+      .waitFor();
+    expect(page.url()).toContain('interval=hour');
+    const byProvider = await page
+      .getByRole('region', { name: 'By provider' })
+      .locator('tbody tr')
+      .allInnerTexts();
+    expect(byProvider.map((r) => r.split('\t')[0]).sort()).toEqual(['prov-claude', 'prov-qwen']);
+    const byKey = await page.getByRole('region', { name: 'By key' }).locator('tbody tr').allInnerTexts();
+    expect(byKey.map((r) => r.split('\t')[0])).toEqual(['Playground']);
+    expect(await page.getByRole('region', { name: 'By model' }).locator('tbody tr').count()).toBe(2);
+    const rows = await h.server.store.listUsage(user.id, { limit: 10 });
+    const total = rows.reduce((s, r) => s + r.inputCostNano + r.outputCostNano, 0);
+    expect(Math.abs(nanoOfShown(await page.getByTestId('report-spend').innerText()) - total)).toBeLessThan(
+      1000,
+    );
+    // A reload keeps the range (it is in the URL).
+    await page.reload();
+    await page.getByTestId('report-scope').filter({ hasText: 'per hour' }).waitFor();
     await page.context().close();
   });
 });

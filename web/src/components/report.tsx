@@ -49,15 +49,15 @@ export function ReportControls({ path, report }: { path: string; report: UsageRe
   return (
     <form className="filters inline-form" onSubmit={apply} aria-label="Report range">
       <div className="field">
-        <label htmlFor="rp-from">From</label>
+        <label htmlFor="rp-from">Totals from</label>
         <input id="rp-from" type="date" value={from} onChange={(e) => setFrom(e.target.value)} />
       </div>
       <div className="field">
-        <label htmlFor="rp-to">To</label>
+        <label htmlFor="rp-to">Totals to</label>
         <input id="rp-to" type="date" value={to} onChange={(e) => setTo(e.target.value)} />
       </div>
       <div className="field">
-        <label htmlFor="rp-interval">Per</label>
+        <label htmlFor="rp-interval">Totals per</label>
         <select id="rp-interval" value={interval} onChange={(e) => setInterval(e.target.value)}>
           <option value="day">Day</option>
           <option value="hour">Hour</option>

@@ -1,6 +1,7 @@
 import { useState } from 'react';
 import { api, type DailyUsage, type KeyList, PROVIDERS, query, type UsageEntry } from '../api';
 import { LoadError } from '../components/notice';
+import { UsageBreakdown } from '../components/usage-breakdown';
 import { type ChartMetric, UsageChart } from '../components/usage-chart';
 import { dateTime, durationMs, keyLabel, tokens, usd } from '../format';
 import { useLoad } from '../use-load';
@@ -108,6 +109,7 @@ export function UsagePage() {
   return (
     <>
       <ChartSection />
+      <UsageBreakdown />
       <section className="panel" aria-labelledby="requests-heading">
         <div className="panel-head">
           <h2 id="requests-heading">Requests</h2>
