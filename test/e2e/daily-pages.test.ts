@@ -185,6 +185,7 @@ describe.skipIf(!canRun)('the pages of every day (headless Chromium)', { timeout
     }
     const today = new Date().toISOString().slice(0, 10);
     await page.goto('/usage');
+    await page.getByRole('link', { name: 'Totals by model, provider and key' }).click();
     await page.getByLabel('Totals from').fill(today);
     await page.getByLabel('Totals to').fill(today);
     await page.getByLabel('Totals per').selectOption('hour');
@@ -194,6 +195,7 @@ describe.skipIf(!canRun)('the pages of every day (headless Chromium)', { timeout
       .filter({ hasText: `${today} to ${today}, per hour, times in UTC` })
       .waitFor();
     expect(page.url()).toContain('interval=hour');
+    expect(page.url()).toContain('view=totals');
     const byProvider = await page
       .getByRole('region', { name: 'By provider' })
       .locator('tbody tr')

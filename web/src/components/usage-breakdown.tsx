@@ -1,5 +1,6 @@
 import { api, query, type UsageReport } from '../api';
 import { keyLabel } from '../format';
+import { Link } from '../router';
 import { useLoad } from '../use-load';
 import { LoadError } from './notice';
 import { Breakdown, RefusedList, ReportCards, ReportChart, ReportControls, useReportParams } from './report';
@@ -51,5 +52,27 @@ export function UsageBreakdown() {
         )}
       </div>
     </section>
+  );
+}
+
+/** The usage page's two views: its requests (with the per-day chart) and its totals. */
+export function UsageViews({ view }: { view: 'requests' | 'totals' }) {
+  return (
+    <nav className="pager" aria-label="Usage views">
+      <Link
+        to="/usage"
+        className="button secondary small"
+        aria-current={view === 'requests' ? 'page' : undefined}
+      >
+        Requests
+      </Link>
+      <Link
+        to="/usage?view=totals"
+        className="button secondary small"
+        aria-current={view === 'totals' ? 'page' : undefined}
+      >
+        Totals by model, provider and key
+      </Link>
+    </nav>
   );
 }
