@@ -22,7 +22,7 @@ export interface AdmissionDeps {
   keyLimiter: KeyLimiter;
 }
 
-function atCapacity(): GatewayError {
+export function atCapacity(): GatewayError {
   return new GatewayError('service_unavailable', 'The gateway is at capacity; retry shortly.', {
     retryAfterSeconds: 1,
   });

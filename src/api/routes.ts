@@ -38,47 +38,48 @@ export interface ApiDeps {
   codes: CodeRedemption;
 }
 
+/**
+ * A streamed answer: until its first delta a failure is an ordinary error answer; after it, the stream
+ * ends with an error event. The handler returns once the stream has ended and the call is settled.
+ */
+export async function streamAnswer(
+  deps: Pick<ApiDeps, 'config' | 'gateway'>,
+  reply: FastifyReply,
+  context: RequestContext,
+  chatRequest: ChatRequest,
+  includeUsage: boolean,
+): Promise<void> {
+  const sink = new SseResponse(
+    reply,
+    {
+      id: context.requestId,
+      created: Math.floor(context.startedAt / 1000),
+      includeUsage,
+      legacyFunctions: chatRequest.legacyFunctions,
+    },
+    // STREAM_TIMEOUT_MS bounds the whole stream, waits for a slow client included.
+    {
+      stallTimeoutMs: deps.config.streamStallTimeoutMs,
+      deadline: context.startedAt + deps.config.streamTimeoutMs,
+    },
+  );
+  let outcome: StreamOutcome;
+  try {
+    outcome = await deps.gateway.stream(context, chatRequest, sink);
+  } catch (err) {
+    if (!sink.begun) throw err;
+    reply.log.error({ err }, 'streamed answer failed after it began');
+    sink.fail(toGatewayError(err));
+    return;
+  }
+  sink.finish(outcome);
+}
+
 /** The public `/api/v1` routes. Handlers are thin: parse → one pipeline call → serialize. */
 export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<void> {
   const validateChatRequest = createChatRequestValidator(deps.config);
   app.decorateRequest('provider', undefined);
   registerAdmission(app, deps);
-
-  /**
-   * A streamed answer: until its first delta a failure is an ordinary error answer; after it, the stream
-   * ends with an error event. The handler returns once the stream has ended and the call is settled.
-   */
-  async function streamAnswer(
-    reply: FastifyReply,
-    context: RequestContext,
-    chatRequest: ChatRequest,
-    includeUsage: boolean,
-  ): Promise<void> {
-    const sink = new SseResponse(
-      reply,
-      {
-        id: context.requestId,
-        created: Math.floor(context.startedAt / 1000),
-        includeUsage,
-        legacyFunctions: chatRequest.legacyFunctions,
-      },
-      // STREAM_TIMEOUT_MS bounds the whole stream, waits for a slow client included.
-      {
-        stallTimeoutMs: deps.config.streamStallTimeoutMs,
-        deadline: context.startedAt + deps.config.streamTimeoutMs,
-      },
-    );
-    let outcome: StreamOutcome;
-    try {
-      outcome = await deps.gateway.stream(context, chatRequest, sink);
-    } catch (err) {
-      if (!sink.begun) throw err;
-      reply.log.error({ err }, 'streamed answer failed after it began');
-      sink.fail(toGatewayError(err));
-      return;
-    }
-    sink.finish(outcome);
-  }
 
   app.post('/chat/completions', async (request, reply) => {
     const caller = admitted(request);
@@ -91,7 +92,7 @@ export async function apiRoutes(app: FastifyInstance, deps: ApiDeps): Promise<vo
       if (idempotency) context.idempotency = idempotency;
       if (chatRequest.stream) {
         context.stream = true;
-        await streamAnswer(reply, context, chatRequest, chatRequest.stream.includeUsage);
+        await streamAnswer(deps, reply, context, chatRequest, chatRequest.stream.includeUsage);
         return reply;
       }
       const completion = await deps.gateway.complete(context, chatRequest);

@@ -4,6 +4,11 @@ import { generateApiKey, hashApiKey, keyHint } from './api-key.js';
 /** At most 10 API keys per account; revoked keys do not count (docs/errors.md, `key_limit_reached`). */
 export const MAX_KEYS_PER_ACCOUNT = 10;
 export const MAX_KEY_NAME_LENGTH = 100;
+/**
+ * The key id of the usage rows of the dashboard's playground (its calls are the session's, not a key's):
+ * a label, not a key — API key ids are `key_…`, so no key has it.
+ */
+export const PLAYGROUND_KEY_ID = 'playground';
 
 export type CreateKeyResult =
   | { ok: true; key: ApiKeyInfo; secret: string }

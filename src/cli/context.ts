@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Config, databaseKindOf, isSetInEnvironment, loadConfig } from '../config/index.js';
+import type { NewAuditEntry } from '../store/dashboard-types.js';
 import { openStore, storeOptionsFrom } from '../store/index.js';
 import { sqlitePathOf } from '../store/sqlite/open.js';
 import type { Account, Store } from '../store/types.js';
@@ -70,4 +71,9 @@ export async function accountByEmail(store: Store, email: string): Promise<Accou
   const account = await store.findAccountByEmail(email);
   if (!account) throw new CliError(`no account with email ${email}`, 1, 'account_not_found');
   return account;
+}
+
+/** Writes an administrator's action done from the command line to the audit log (actor `cli`). */
+export async function cliAudit(store: Store, entry: Omit<NewAuditEntry, 'actorId' | 'actor'>): Promise<void> {
+  await store.dashboard().recordAudit({ actorId: null, actor: 'cli', ...entry });
 }

@@ -3,8 +3,9 @@ import { GatewayError } from '../errors.js';
 import { NANO_PER_USD, parseUsdToNano } from '../money/money.js';
 import { inviteCodeHash, newInviteCode } from './auth-routes.js';
 import { emailField, fieldsOf, optionalInt, optionalString, queryOf, requiredString } from './body.js';
-import { type DashboardDeps, sessionOf } from './deps.js';
-import { accountView, inviteView, providerView } from './views.js';
+import { audit, type DashboardDeps, sessionOf } from './deps.js';
+import { reportScope, rollUp } from './usage-report.js';
+import { accountView, auditView, creditView, inviteView, providerView, usageView } from './views.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;
 /** Largest credit one grant may add, so a typo cannot add a fortune. */
@@ -62,6 +63,11 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
     const account = await store.getAccount(id);
     if (!account) throw accountNotFound();
     request.log.info({ adminId: session.accountId, accountId: id, amountNano }, 'credit granted');
+    await audit(deps, request, {
+      action: 'credit.grant',
+      accountId: id,
+      detail: { amount_nano: amountNano, note },
+    });
     return { account: accountView(account) };
   });
 
@@ -83,9 +89,87 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
       authenticator.forgetAccount(id);
       if (status === 'disabled') await sessions.endAll(id);
       request.log.info({ adminId: session.accountId, accountId: id, status }, `account ${status}`);
+      await audit(deps, request, { action: `account.${action}`, accountId: id });
       return { account: accountView(account) };
     });
   }
+
+  app.get('/usage', admin, async (request) => {
+    const q = queryOf(request.query, [
+      'from',
+      'to',
+      'interval',
+      'tz',
+      'account_id',
+      'key_id',
+      'provider',
+      'model',
+    ]);
+    const scope = reportScope(q, now());
+    if (q.account_id !== undefined) {
+      if (!ID.test(q.account_id)) throw accountNotFound();
+      scope.query.accountId = q.account_id;
+    }
+    const [rows, refusals] = await Promise.all([
+      dashboardStore.usageTotals(scope.query),
+      dashboardStore.refusalTotals(scope.query),
+    ]);
+    const report = rollUp(scope, rows, refusals);
+    // The accounts by email (one look-up per account in the report).
+    const emails = new Map<string, string | null>();
+    for (const entry of report.by_account) {
+      emails.set(entry.account_id, (await store.getAccount(entry.account_id))?.email ?? null);
+    }
+    return {
+      ...report,
+      by_account: report.by_account.map((entry) => ({
+        ...entry,
+        email: emails.get(entry.account_id) ?? null,
+      })),
+    };
+  });
+
+  app.get<{ Params: { id: string } }>('/accounts/:id/history', admin, async (request) => {
+    const { id } = request.params;
+    const q = queryOf(request.query, ['limit']);
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new GatewayError('invalid_request', '"limit" must be a whole number from 1 to 200.', {
+        param: 'limit',
+      });
+    }
+    const account = ID.test(id) ? await store.getAccount(id) : undefined;
+    if (!account) throw accountNotFound();
+    const [credits, usage] = await Promise.all([
+      dashboardStore.recentCredits(id, limit),
+      dashboardStore.usagePage(id, {}, { limit }),
+    ]);
+    return { account: accountView(account), credits: credits.map(creditView), usage: usage.map(usageView) };
+  });
+
+  app.get('/audit', admin, async (request) => {
+    const q = queryOf(request.query, ['limit', 'before']);
+    const limit = q.limit === undefined ? 50 : Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 1 || limit > 200) {
+      throw new GatewayError('invalid_request', '"limit" must be a whole number from 1 to 200.', {
+        param: 'limit',
+      });
+    }
+    const m = q.before === undefined ? undefined : /^(\d{1,16})\.([A-Za-z0-9_]{1,64})$/.exec(q.before);
+    if (q.before !== undefined && !m) {
+      throw new GatewayError('invalid_request', '"before" is not a cursor this API returned.', {
+        param: 'before',
+      });
+    }
+    const before = m ? { at: Number(m[1]), id: m[2] as string } : undefined;
+    const rows = await dashboardStore.listAudit({ limit: limit + 1, before });
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map(auditView),
+      next_cursor: rows.length > limit && last ? `${last.at}.${last.id}` : null,
+    };
+  });
 
   app.get('/providers', admin, async () => {
     const traffic = await dashboardStore.providerTraffic(now() - ERROR_RATE_WINDOW_MS);
@@ -126,6 +210,11 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
       expiresAt: now() + days * DAY_MS,
     });
     request.log.info({ adminId: session.accountId, inviteId: invite.id }, 'invite created');
+    await audit(deps, request, {
+      action: 'invite.create',
+      targetId: invite.id,
+      detail: { email, note, expires_in_days: days },
+    });
     // Like an API key, the code is shown once: only its hash is stored.
     return reply.code(201).send({ ...inviteView(invite, now()), code });
   });
@@ -134,6 +223,7 @@ export async function adminRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
     const { id } = request.params;
     const outcome = ID.test(id) ? await dashboardStore.revokeInvite(id) : 'not_found';
     if (outcome === 'not_found') throw new GatewayError('not_found', 'No such invite.');
+    if (outcome === 'revoked') await audit(deps, request, { action: 'invite.revoke', targetId: id });
     const invite = await dashboardStore.getInvite(id);
     if (!invite) throw new GatewayError('not_found', 'No such invite.');
     return inviteView(invite, now());

@@ -5,7 +5,7 @@ import { nanoToUsd, parseUsdToNano } from '../money/money.js';
 import type { CodeBatch, TopUpCodeState } from '../store/types.js';
 import { fieldsOf, optionalString, queryOf } from './body.js';
 import { csvLine } from './csv.js';
-import { type DashboardDeps, sessionOf } from './deps.js';
+import { audit, type DashboardDeps, sessionOf } from './deps.js';
 import { clientIp } from './request-info.js';
 
 const ID = /^[A-Za-z0-9_]{1,64}$/;
@@ -118,6 +118,11 @@ export async function codeRoutes(app: FastifyInstance, deps: DashboardDeps): Pro
       { adminId: session.accountId, batchId: created.batch.id, codes: count, amountNano },
       'top-up code batch created',
     );
+    await audit(deps, request, {
+      action: 'code_batch.create',
+      targetId: created.batch.id,
+      detail: { count, amount_nano: amountNano, expires_at: expiresAt, note },
+    });
     if (q.format === 'csv') {
       const amount = nanoToUsd(amountNano);
       const lines = [csvLine(['code', 'amount_usd', 'batch_id', 'expires_at'])];

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.js';
 import type { CodeRedemption } from '../auth/code-redemption.js';
 import type { LoginThrottle } from '../auth/login-throttle.js';
@@ -6,7 +6,7 @@ import type { ActiveSession, SessionManager } from '../auth/sessions.js';
 import type { Billing } from '../billing/billing.js';
 import type { Config } from '../config/index.js';
 import type { ProviderStatus } from '../routing/registry.js';
-import type { DashboardStore } from '../store/dashboard-types.js';
+import type { DashboardStore, NewAuditEntry } from '../store/dashboard-types.js';
 import type { Store } from '../store/types.js';
 
 /*
@@ -44,10 +44,28 @@ export interface DashboardDeps {
   /** Every provider's configuration and state right now. */
   providers: () => ProviderStatus[];
   now: () => number;
+  /**
+   * The playground's routes (a front door of `api/`, given by `http/`), registered behind this plugin's
+   * session and CSRF gate; `accountOf` names the signed-in account of a request.
+   */
+  playground?: (
+    app: FastifyInstance,
+    options: { accountOf(request: FastifyRequest): string },
+  ) => Promise<void>;
 }
 
 /** The session of a request that passed the `user` or `admin` gate. */
 export function sessionOf(request: FastifyRequest): ActiveSession {
   if (!request.dashboardSession) throw new Error('dashboard route reached without a session');
   return request.dashboardSession;
+}
+
+/** Writes an admin's action to the audit log, as done by the session's account. */
+export async function audit(
+  deps: Pick<DashboardDeps, 'dashboardStore'>,
+  request: FastifyRequest,
+  entry: Omit<NewAuditEntry, 'actorId' | 'actor'>,
+): Promise<void> {
+  const { account } = sessionOf(request);
+  await deps.dashboardStore.recordAudit({ actorId: account.id, actor: account.email, ...entry });
 }

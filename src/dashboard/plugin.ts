@@ -4,7 +4,7 @@ import { GatewayError } from '../errors.js';
 import { adminRoutes } from './admin-routes.js';
 import { authRoutes } from './auth-routes.js';
 import { codeRoutes } from './code-routes.js';
-import type { DashboardDeps } from './deps.js';
+import { type DashboardDeps, sessionOf } from './deps.js';
 import { keyRoutes } from './key-routes.js';
 import { assertSameOrigin, clearSessionCookie, sessionTokenOf } from './request-info.js';
 import { usageRoutes } from './usage-routes.js';
@@ -67,4 +67,7 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
   await app.register(usageRoutes, inner);
   await app.register(adminRoutes, { ...inner, prefix: '/admin' });
   await app.register(codeRoutes, inner);
+  if (deps.playground) {
+    await app.register(deps.playground, { accountOf: (request) => sessionOf(request).accountId });
+  }
 }

@@ -1,5 +1,6 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
+import { PLAYGROUND_KEY_ID } from '../auth/keys.js';
 import { GatewayError } from '../errors.js';
 import { nanoToUsd } from '../money/money.js';
 import type { DailyUsageRow, UsageFilters } from '../store/dashboard-types.js';
@@ -7,6 +8,7 @@ import { queryOf } from './body.js';
 import { csvLine, USAGE_CSV_HEADER, usageCsvLine } from './csv.js';
 import { type DashboardDeps, sessionOf } from './deps.js';
 import { decodeCursor, encodeCursor, usageFilters } from './usage-query.js';
+import { reportScope, rollUp } from './usage-report.js';
 import { usageView } from './views.js';
 
 const DAY_MS = 86_400_000;
@@ -101,6 +103,31 @@ export async function usageRoutes(app: FastifyInstance, deps: DashboardDeps): Pr
       });
     }
     return { days: out, providers };
+  });
+
+  app.get('/usage/report', async (request) => {
+    const session = sessionOf(request);
+    const q = queryOf(request.query, ['from', 'to', 'interval', 'tz', 'key_id', 'provider', 'model']);
+    const scope = reportScope(q, now());
+    scope.query.accountId = session.accountId;
+    const [rows, refusals, keys] = await Promise.all([
+      dashboardStore.usageTotals(scope.query),
+      dashboardStore.refusalTotals(scope.query),
+      dashboardStore.listKeysWithSpend(session.accountId),
+    ]);
+    const { by_account: _accounts, ...report } = rollUp(scope, rows, refusals);
+    const names = new Map(
+      keys.map((k) => [k.id, { name: k.name, hint: k.hint, revoked: k.revokedAt !== null }]),
+    );
+    return {
+      ...report,
+      by_key: report.by_key.map((entry) => {
+        const key = names.get(entry.key_id);
+        return entry.key_id === PLAYGROUND_KEY_ID
+          ? { ...entry, name: 'Playground', hint: null, revoked: false }
+          : { ...entry, name: key?.name ?? null, hint: key?.hint ?? null, revoked: key?.revoked ?? false };
+      }),
+    };
   });
 
   app.get('/usage/export.csv', async (request, reply) => {

@@ -1,6 +1,8 @@
+import { PLAYGROUND_KEY_ID } from '../auth/keys.js';
 import { nanoToUsd } from '../money/money.js';
 import type { ProviderStatus } from '../routing/registry.js';
 import type {
+  AuditEntry,
   CreditEntry,
   InviteRecord,
   KeyWithSpend,
@@ -52,7 +54,10 @@ export function usageView(u: UsageRow) {
   return {
     request_id: u.requestId,
     created_at: iso(u.createdAt),
-    key: { id: u.keyId, name: u.keyName, hint: u.keyHint },
+    key:
+      u.keyId === PLAYGROUND_KEY_ID
+        ? { id: u.keyId, name: 'Playground', hint: null }
+        : { id: u.keyId, name: u.keyName, hint: u.keyHint },
     provider: u.provider,
     model: u.model,
     prompt_tokens: u.promptTokens,
@@ -115,5 +120,18 @@ export function providerView(s: ProviderStatus, traffic: ProviderTraffic | undef
     requests_last_hour: requests,
     errors_last_hour: errors,
     error_rate: requests === 0 ? null : errors / requests,
+  };
+}
+
+export function auditView(e: AuditEntry) {
+  return {
+    id: e.id,
+    at: iso(e.at),
+    actor: e.actor,
+    actor_id: e.actorId,
+    action: e.action,
+    account_id: e.accountId,
+    target_id: e.targetId,
+    detail: e.detail,
   };
 }

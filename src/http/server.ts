@@ -4,6 +4,7 @@ import type { FastifyInstance } from 'fastify';
 import pino, { type Logger } from 'pino';
 import { InFlight } from '../api/in-flight.js';
 import { KeyLimiter } from '../api/key-limits.js';
+import { playgroundRoutes } from '../api/playground-routes.js';
 import { Authenticator } from '../auth/authenticate.js';
 import { CodeRedemption } from '../auth/code-redemption.js';
 import { KeyCache } from '../auth/key-cache.js';
@@ -159,6 +160,7 @@ export async function createServer(config: Config, options: ServerOptions = {}):
   });
 
   const inFlight = new InFlight(config.maxConcurrentRequests);
+  const keyLimiter = new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now, cluster.rateLimit);
   const dashboardStore = store.dashboard(now);
   const codes = new CodeRedemption(store, now, cluster.attempts);
   const dashboard = {
@@ -178,12 +180,13 @@ export async function createServer(config: Config, options: ServerOptions = {}):
       authenticator,
       providers: () => registry.all(),
       now,
+      playground: playgroundRoutes({ config, gateway, inFlight, keyLimiter }),
     },
   };
   const app = buildApp({
     config,
     inFlight,
-    keyLimiter: new KeyLimiter(config.keyRateLimitRpm, config.keyMaxConcurrent, now, cluster.rateLimit),
+    keyLimiter,
     authenticator,
     gateway,
     codes,

@@ -255,8 +255,98 @@ export interface UsageReports {
   recentCredits(accountId: string, limit: number): Promise<CreditEntry[]>;
 }
 
+/** What the audit log records (`AuditLog.recordAudit`). */
+export interface NewAuditEntry {
+  /** The admin's account; null when the CLI acted. */
+  actorId: string | null;
+  /** The admin's email, or `cli`. */
+  actor: string;
+  /** What was done: `credit.grant`, `account.disable`, `invite.create`, `code_batch.create`, `key.update`… */
+  action: string;
+  accountId?: string | null;
+  /** The invite, batch or key acted on. */
+  targetId?: string | null;
+  /** The action's figures (amounts as nanodollars, names, changed fields). */
+  detail?: Record<string, unknown>;
+  /** Epoch ms; the store's clock when unset. */
+  at?: number;
+}
+
+export interface AuditEntry {
+  id: string;
+  at: number;
+  actorId: string | null;
+  actor: string;
+  action: string;
+  accountId: string | null;
+  targetId: string | null;
+  detail: Record<string, unknown> | null;
+}
+
+/** The administrators' actions, kept in the database (migration 0014). */
+export interface AuditLog {
+  recordAudit(entry: NewAuditEntry): Promise<AuditEntry>;
+  /** Newest first; `before`: the time and id of the last entry of the previous page. */
+  listAudit(options: {
+    limit: number;
+    before?: { at: number; id: string } | undefined;
+  }): Promise<AuditEntry[]>;
+}
+
+/** Totals for the usage and administration pages' breakdowns (`shared/usage-totals.ts`). */
+export interface UsageTotals {
+  /** Requests, tokens and charges by time bucket, account, key, provider, model and status. */
+  usageTotals(query: UsageTotalsQuery): Promise<UsageTotalsRow[]>;
+  /** Requests refused before any hold, by time bucket, account, key and reason. */
+  refusalTotals(query: UsageTotalsQuery): Promise<RefusalTotalsRow[]>;
+}
+
+/** The scope of a totals report: one account's rows (or every account's), a time range, optional filters. */
+export interface UsageTotalsQuery {
+  /** Undefined: every account (the administration pages). */
+  accountId?: string | undefined;
+  /** Epoch ms, [from, to). */
+  from: number;
+  to: number;
+  /** The width of a time bucket in ms (an hour, or a quarter of one for zones offset by parts of hours). */
+  bucketMs: number;
+  keyId?: string | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+}
+
+export interface UsageTotalsRow {
+  /** The bucket's start, epoch ms. */
+  bucket: number;
+  accountId: string;
+  keyId: string;
+  provider: string | null;
+  model: string | null;
+  status: 'ok' | 'error';
+  requests: number;
+  promptTokens: number;
+  completionTokens: number;
+  costNano: number;
+}
+
+export interface RefusalTotalsRow {
+  bucket: number;
+  accountId: string;
+  keyId: string;
+  /** The error code the requests were refused with. */
+  reason: string;
+  requests: number;
+}
+
 /**
  * The dashboard's repository: sessions, invites, sign-up, account administration and the read models
  * of the usage pages, over the query builder of the store it belongs to (`Store.dashboard`).
  */
-export interface DashboardStore extends Sessions, Invites, AccountAdmin, KeyReports, UsageReports {}
+export interface DashboardStore
+  extends Sessions,
+    Invites,
+    AccountAdmin,
+    KeyReports,
+    UsageReports,
+    UsageTotals,
+    AuditLog {}

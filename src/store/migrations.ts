@@ -380,6 +380,27 @@ const migrations: Record<string, Migration> = {
       }
     },
   },
+  '0014_audit_log': {
+    // The administrators' actions, by the dashboard and the CLI (docs/dashboard.md "Audit log"); append-only.
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('actor_id', 'text')
+        .addColumn('actor', 'text', (c) => c.notNull())
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('account_id', 'text')
+        .addColumn('target_id', 'text')
+        .addColumn('detail', 'text')
+        .execute();
+      await db.schema
+        .createIndex('audit_log_created')
+        .on('audit_log')
+        .columns(['created_at', 'id'])
+        .execute();
+    },
+  },
 };
 
 /** Sets every account's spend counters to its charges of the requests started in `now`'s UTC day and month. */

@@ -145,6 +145,23 @@ export interface RefusalsTable {
   requests: BigIntColumn;
 }
 
+/** An administrator's action (migration 0014, `shared/audit-log.ts`); append-only. */
+export interface AuditLogTable {
+  id: string;
+  created_at: BigIntColumn;
+  /** The admin's account; null when the CLI acted. */
+  actor_id: string | null;
+  /** The admin's email, or `cli`. */
+  actor: string;
+  action: string;
+  /** The account acted on, when there is one. */
+  account_id: string | null;
+  /** The object acted on (invite, code batch, key), when there is one. */
+  target_id: string | null;
+  /** JSON of the action's figures. */
+  detail: string | null;
+}
+
 export interface IdempotencyTable {
   account_id: string;
   idem_key: string;
@@ -224,6 +241,7 @@ export interface Database {
   invites: InvitesTable;
   code_batches: CodeBatchesTable;
   topup_codes: TopUpCodesTable;
+  audit_log: AuditLogTable;
 }
 
 /** Reads a BIGINT column; refuses values JavaScript cannot represent exactly. */

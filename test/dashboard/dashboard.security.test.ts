@@ -93,11 +93,17 @@ function crossAccountRequests(
     ['GET', `/usage?cursor=${victim.cursor}`],
     ['GET', `/usage/daily?key_id=${victim.keyId}`],
     ['GET', `/usage/export.csv?key_id=${victim.keyId}`],
+    ['GET', `/usage/report?key_id=${victim.keyId}`],
+    ['GET', '/playground/models'],
+    ['POST', '/playground/chat', { messages: [{ role: 'user', content: 'whose money is this?' }] }],
     ['GET', '/admin/accounts'],
     ['POST', `/admin/accounts/${victim.id}/credits`, { amount: '1', note: 'x' }],
     ['POST', `/admin/accounts/${victim.id}/disable`, {}],
     ['POST', `/admin/accounts/${victim.id}/enable`, {}],
     ['GET', '/admin/providers'],
+    ['GET', '/admin/usage'],
+    ['GET', `/admin/accounts/${victim.id}/history`],
+    ['GET', '/admin/audit'],
     ['GET', '/admin/invites'],
     ['POST', '/admin/invites', {}],
     ['DELETE', '/admin/invites/inv_000000000000000000000000'],
@@ -159,6 +165,10 @@ describe('dashboard security', () => {
           (res.body.days as { requests: number }[]).every((d) => d.requests === 0),
           where,
         ).toBe(true);
+      }
+      if (url.startsWith('/usage/report')) {
+        expect(res.body.totals, where).toMatchObject({ requests: 0, cost_nano: 0 });
+        expect(res.body.by_key, where).toEqual([]);
       }
       if (url.startsWith('/usage/export.csv'))
         expect(res.text.trimEnd().split('\r\n'), where).toHaveLength(1);

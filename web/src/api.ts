@@ -247,19 +247,21 @@ export async function api<T>(
   }
   if (res.status === 204) return undefined as T;
   const data: unknown = await res.json().catch(() => undefined);
-  if (!res.ok) {
-    const error = (data as { error?: { code?: string; message?: string; param?: string } } | undefined)
-      ?.error;
-    const err = new ApiError(
-      res.status,
-      error?.code ?? 'error',
-      error?.message ?? `The request failed (HTTP ${res.status}).`,
-      error?.param,
-    );
-    if (err.code === 'not_authenticated') onSessionEnded();
-    throw err;
-  }
+  if (!res.ok) throw errorAnswer(res.status, data);
   return data as T;
+}
+
+/** The `ApiError` of an error answer (and word to the app when it says the session has ended). */
+function errorAnswer(status: number, data: unknown): ApiError {
+  const error = (data as { error?: { code?: string; message?: string; param?: string } } | undefined)?.error;
+  const err = new ApiError(
+    status,
+    error?.code ?? 'error',
+    error?.message ?? `The request failed (HTTP ${status}).`,
+    error?.param,
+  );
+  if (err.code === 'not_authenticated') onSessionEnded();
+  return err;
 }
 
 /** A query string of the set values only. */
@@ -268,4 +270,87 @@ export function query(params: Record<string, string | number | undefined>): stri
   for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== '') q.set(k, String(v));
   const s = q.toString();
   return s ? `?${s}` : '';
+}
+
+/** One model of the playground's list (`/api/v1/models`' entries). */
+export interface PlaygroundModel {
+  id: string;
+  tollgate: { provider: string; pricing: { input: number; output: number }; auto: boolean; active: boolean };
+}
+
+/** The bill of a call: `usage` and Tollgate's `meta` of a `chat.completion` body or a stream's last chunk. */
+export interface CallBill {
+  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number; cost: number };
+  meta: { provider: string; cost: { input: number; output: number; total: number }; balance: number };
+}
+
+/**
+ * A state-changing call whose answer is read as it arrives (the playground's stream): the raw response,
+ * sent with the session's CSRF token; an error answer is thrown as `ApiError`.
+ */
+export async function postForStream(path: string, body: unknown, signal?: AbortSignal): Promise<Response> {
+  const headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
+  if (csrfToken) headers['x-csrf-token'] = csrfToken;
+  let res: Response;
+  try {
+    res = await fetch(`/dashboard/api${path}`, {
+      method: 'POST',
+      headers,
+      credentials: 'same-origin',
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+  } catch {
+    throw new ApiError(
+      0,
+      'network_error',
+      'Cannot reach the server. Check your connection and retry.',
+      undefined,
+    );
+  }
+  if (res.ok) return res;
+  throw errorAnswer(res.status, await res.json().catch(() => undefined));
+}
+
+/** Totals of a report's bucket or breakdown entry: `cost` in USD, `cost_nano` exact. */
+export interface ReportTotals {
+  requests: number;
+  errors: number;
+  refused: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost: number;
+  cost_nano: number;
+}
+
+/** A totals report (`/usage/report`, `/admin/usage`): one time zone, one interval, a day range. */
+export interface UsageReport {
+  time_zone: string;
+  interval: 'day' | 'hour';
+  from: string;
+  to: string;
+  totals: ReportTotals;
+  series: (ReportTotals & { label: string; start: string })[];
+  by_key: (ReportTotals & {
+    key_id: string;
+    name?: string | null;
+    hint?: string | null;
+    revoked?: boolean;
+  })[];
+  by_provider: (ReportTotals & { provider: string })[];
+  by_model: (ReportTotals & { model: string })[];
+  by_account?: (ReportTotals & { account_id: string; email: string | null })[];
+  refused: { reason: string; requests: number }[];
+}
+
+/** An administrator's action (`/admin/audit`). */
+export interface AuditEntry {
+  id: string;
+  at: string;
+  actor: string;
+  actor_id: string | null;
+  action: string;
+  account_id: string | null;
+  target_id: string | null;
+  detail: Record<string, unknown> | null;
 }

@@ -3,14 +3,17 @@ import { ApiError, api, type SessionInfo, setCsrfToken, setSessionEndedHandler }
 import { Layout } from './components/layout';
 import { AccountPage } from './pages/account';
 import { AdminAccountsPage } from './pages/admin-accounts';
+import { AdminAuditPage } from './pages/admin-audit';
 import { AdminCodesPage } from './pages/admin-codes';
 import { AdminInvitesPage } from './pages/admin-invites';
 import { AdminProvidersPage } from './pages/admin-providers';
+import { AdminUsagePage } from './pages/admin-usage';
 import { KeysPage } from './pages/keys';
 import { LoginPage } from './pages/login';
 import { ModelsPage } from './pages/models';
 import { NotFoundPage } from './pages/not-found';
 import { OverviewPage } from './pages/overview';
+import { PlaygroundPage } from './pages/playground';
 import { SignupPage } from './pages/signup';
 import { TopUpPage } from './pages/top-up';
 import { UsagePage } from './pages/usage';
@@ -23,11 +26,14 @@ const PAGES: Record<string, { title: string; admin?: boolean; render: () => Reac
   '/usage': { title: 'Usage', render: () => <UsagePage /> },
   '/models': { title: 'Models and prices', render: () => <ModelsPage /> },
   '/top-up': { title: 'Top up', render: () => <TopUpPage /> },
+  '/playground': { title: 'Playground', render: () => <PlaygroundPage /> },
   '/account': { title: 'Account', render: () => <AccountPage /> },
   '/admin/accounts': { title: 'Accounts', admin: true, render: () => <AdminAccountsPage /> },
   '/admin/invites': { title: 'Invites', admin: true, render: () => <AdminInvitesPage /> },
   '/admin/providers': { title: 'Providers', admin: true, render: () => <AdminProvidersPage /> },
   '/admin/codes': { title: 'Top-up codes', admin: true, render: () => <AdminCodesPage /> },
+  '/admin/usage': { title: 'Spend and calls', admin: true, render: () => <AdminUsagePage /> },
+  '/admin/audit': { title: 'Audit log', admin: true, render: () => <AdminAuditPage /> },
 };
 
 /**

@@ -5,7 +5,7 @@ import { formatNano, nanoToUsd, parseUsdToNano } from '../../money/money.js';
 import type { CodeBatch } from '../../store/types.js';
 import type { OptionValues } from '../args.js';
 import { CliError, usageError } from '../cli-error.js';
-import { accountByEmail, normalizeEmail, withStore } from '../context.js';
+import { accountByEmail, cliAudit, normalizeEmail, withStore } from '../context.js';
 import { isoOrNull, type Output } from '../output.js';
 
 /** Batches `codes list` shows, newest first. */
@@ -47,6 +47,11 @@ async function create(values: OptionValues, out: Output): Promise<void> {
   }
   await withStore(async (store) => {
     const created = await createTopUpBatch(store, { amountNano, count, expiresAt, note, createdBy: null });
+    await cliAudit(store, {
+      action: 'code_batch.create',
+      targetId: created.batch.id,
+      detail: { count, amount_nano: amountNano, expires_at: expiresAt, note },
+    });
     out.result(
       { batch: batchJson(created.batch, Date.now()), codes: created.codes },
       `${created.codes.join('\n')}\n\n${count} code${count === 1 ? '' : 's'} of $${formatNano(amountNano)} ` +

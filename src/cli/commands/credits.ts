@@ -1,6 +1,6 @@
 import { formatNano, MAX_NANO, nanoToUsd, parseUsdToNano } from '../../money/money.js';
 import { usageError } from '../cli-error.js';
-import { accountByEmail, normalizeEmail, withStore } from '../context.js';
+import { accountByEmail, cliAudit, normalizeEmail, withStore } from '../context.js';
 import type { Output } from '../output.js';
 
 /** A dollar amount as `parseUsdToNano` reads it, of any size. */
@@ -29,6 +29,11 @@ export async function creditsAdd(
       accountId: account.id,
       amountNano,
       note: args.note ?? null,
+    });
+    await cliAudit(store, {
+      action: 'credit.grant',
+      accountId: account.id,
+      detail: { amount_nano: amountNano, note: args.note ?? null },
     });
     out.result(
       {

@@ -5,7 +5,7 @@ import { nanoToUsd } from '../../money/money.js';
 import { remaining } from '../../store/key-window-rules.js';
 import type { ApiKeyInfo } from '../../store/types.js';
 import { CliError, usageError } from '../cli-error.js';
-import { accountByEmail, normalizeEmail, withStore } from '../context.js';
+import { accountByEmail, cliAudit, normalizeEmail, withStore } from '../context.js';
 import { type KeyControlArgs, keyChangesOf } from '../key-control-options.js';
 import { isoOrNull, type Output } from '../output.js';
 
@@ -55,6 +55,12 @@ export async function keysCreate(args: { email: string | undefined } & KeyContro
       Object.keys(controls).length > 0
         ? await store.updateApiKey(account.id, result.key.id, controls)
         : undefined;
+    await cliAudit(store, {
+      action: 'key.create',
+      accountId: account.id,
+      targetId: result.key.id,
+      detail: { name, ...controls },
+    });
     const row = key ? controlsRow(key, Date.now()) : undefined;
     out.result(
       { id: result.key.id, name: result.key.name, key: result.secret, ...(row ?? {}) },
@@ -83,6 +89,12 @@ export async function keysUpdate(
     if (!key) throw new CliError(`no key ${id} for ${account.email}`, 1, 'key_not_found');
     // Running instances re-read the key at once when told over Redis (as for a revocation: the cached
     // record is dropped); otherwise within KEY_CACHE_TTL_MS.
+    await cliAudit(store, {
+      action: 'key.update',
+      accountId: account.id,
+      targetId: id,
+      detail: { ...changes },
+    });
     await announce(config, pino({ level: 'silent' }), { kind: 'key_revoked', keyId: id });
     const row = controlsRow(key, Date.now());
     out.result(
@@ -130,6 +142,7 @@ export async function keysRevoke(args: { email: string | undefined; id: string |
     const account = await accountByEmail(store, email);
     const result = await store.revokeApiKey(account.id, id);
     if (result === 'not_found') throw new CliError(`no key ${id} for ${account.email}`, 1, 'key_not_found');
+    await cliAudit(store, { action: 'key.revoke', accountId: account.id, targetId: id });
     // Running instances drop the key from their caches at once when told over Redis; without it they
     // stop accepting it within KEY_CACHE_TTL_MS (at most 1 s) anyway.
     const told = await announce(config, pino({ level: 'silent' }), { kind: 'key_revoked', keyId: id });

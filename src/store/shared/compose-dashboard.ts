@@ -2,11 +2,13 @@ import type { Kysely } from 'kysely';
 import type { DashboardStore, ReportRunner } from '../dashboard-types.js';
 import type { Database } from '../schema.js';
 import { AccountAdminQueries } from './account-admin.js';
+import { AuditLogQueries } from './audit-log.js';
 import { DIRECT_REPORTS } from './direct-reports.js';
 import { InviteQueries } from './invites.js';
 import { KeyReportQueries } from './key-reports.js';
 import { SessionQueries } from './sessions.js';
 import { UsageReportQueries } from './usage-reports.js';
+import { refusalTotals, usageTotals } from './usage-totals.js';
 
 /**
  * The dashboard's repository over `db`, with its clock and where its reports run (`sqlite/reports.ts`,
@@ -25,6 +27,7 @@ export function composeDashboard(
   const admin = new AccountAdminQueries(engine);
   const keys = new KeyReportQueries(engine);
   const usage = new UsageReportQueries(engine);
+  const audit = new AuditLogQueries(engine);
   return {
     createSession: (session) => sessions.createSession(session),
     findSession: (id) => sessions.findSession(id),
@@ -54,5 +57,10 @@ export function composeDashboard(
     refusalsDaily: (accountId, range, keyId) => usage.refusalsDaily(accountId, range, keyId),
     providerTraffic: (since) => usage.providerTraffic(since),
     recentCredits: (accountId, limit) => usage.recentCredits(accountId, limit),
+    usageTotals: (query) => usageTotals(engine, query),
+    refusalTotals: (query) => refusalTotals(engine, query),
+
+    recordAudit: (entry) => audit.recordAudit(entry),
+    listAudit: (options) => audit.listAudit(options),
   };
 }

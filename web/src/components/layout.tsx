@@ -10,6 +10,7 @@ const USER_LINKS = [
   { to: '/usage', label: 'Usage' },
   { to: '/models', label: 'Models and prices' },
   { to: '/top-up', label: 'Top up' },
+  { to: '/playground', label: 'Playground' },
   { to: '/account', label: 'Account' },
 ];
 
@@ -18,6 +19,8 @@ const ADMIN_LINKS = [
   { to: '/admin/invites', label: 'Invites' },
   { to: '/admin/providers', label: 'Providers' },
   { to: '/admin/codes', label: 'Top-up codes' },
+  { to: '/admin/usage', label: 'Spend' },
+  { to: '/admin/audit', label: 'Audit log' },
 ];
 
 function NavLinks({ links, path }: { links: { to: string; label: string }[]; path: string }) {

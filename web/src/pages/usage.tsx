@@ -1,8 +1,10 @@
 import { useState } from 'react';
 import { api, type DailyUsage, type KeyList, PROVIDERS, query, type UsageEntry } from '../api';
 import { LoadError } from '../components/notice';
+import { UsageBreakdown, UsageViews } from '../components/usage-breakdown';
 import { type ChartMetric, UsageChart } from '../components/usage-chart';
 import { dateTime, durationMs, keyLabel, tokens, usd } from '../format';
+import { useLocation } from '../router';
 import { useLoad } from '../use-load';
 
 const PAGE_SIZE = 25;
@@ -76,6 +78,7 @@ function ChartSection() {
 
 export function UsagePage() {
   const keys = useLoad(() => api<KeyList>('GET', '/keys'), 'keys');
+  const view = useLocation().search.get('view') === 'totals' ? 'totals' : 'requests';
   const [draft, setDraft] = useState<Filters>(NO_FILTERS);
   const [filters, setFilters] = useState<Filters>(NO_FILTERS);
   // A problem with the filters as shown: the list is hidden (its rows are not what the form asks for).
@@ -105,8 +108,17 @@ export function UsagePage() {
     return true;
   }
 
+  if (view === 'totals') {
+    return (
+      <>
+        <UsageViews view={view} />
+        <UsageBreakdown />
+      </>
+    );
+  }
   return (
     <>
+      <UsageViews view={view} />
       <ChartSection />
       <section className="panel" aria-labelledby="requests-heading">
         <div className="panel-head">
