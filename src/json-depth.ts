@@ -133,20 +133,25 @@ function inScalar(c: number): boolean {
 }
 
 /**
- * Whether a parsed JSON value nests arrays and objects deeper than `max`. Walked with an explicit stack,
- * in O(nodes): the check itself can never overflow, and it runs before any recursive work on the value
- * (validation, hashing for an Idempotency-Key, `JSON.stringify` of a tool call's arguments or of the
- * answer) that a deeply nested value would overflow.
+ * Whether a parsed JSON value nests arrays and objects deeper than `max`. It descends at most `max + 1`
+ * levels, so the check itself cannot overflow the stack, and it allocates nothing; it runs before any
+ * recursive work on the value (validation, hashing for an Idempotency-Key, `JSON.stringify` of a tool
+ * call's arguments or of the answer) that a deeply nested value would overflow.
  */
 export function nestsDeeperThan(value: unknown, max: number): boolean {
-  const stack: Array<[unknown, number]> = [[value, 1]];
-  while (stack.length > 0) {
-    const [node, depth] = stack.pop() as [unknown, number];
-    if (typeof node !== 'object' || node === null) continue;
-    if (depth > max) return true;
-    for (const child of Array.isArray(node) ? node : Object.values(node)) {
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-    }
+  return deeperThan(value, 1, max);
+}
+
+function deeperThan(node: unknown, depth: number, max: number): boolean {
+  if (typeof node !== 'object' || node === null) return false;
+  if (depth > max) return true;
+  if (Array.isArray(node)) {
+    for (let i = 0; i < node.length; i++) if (deeperThan(node[i], depth + 1, max)) return true;
+    return false;
+  }
+  const record = node as Record<string, unknown>;
+  for (const key in record) {
+    if (Object.hasOwn(record, key) && deeperThan(record[key], depth + 1, max)) return true;
   }
   return false;
 }

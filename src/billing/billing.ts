@@ -158,26 +158,28 @@ export class Billing {
   async settle(
     hold: Hold,
     bill: Bill,
-    usage: Omit<
+    call: Omit<
       UsageRecord,
       'promptTokens' | 'completionTokens' | 'usageEstimated' | 'inputCostNano' | 'outputCostNano'
     >,
     idempotency?: { key: string; render: (charged: Charged) => string },
   ): Promise<Charged> {
+    // The row is the caller's record completed with the bill's tokens and costs (in place: the record is
+    // the settle's own, and a copy of its thirty-odd fields would be the settle's largest allocation).
+    const usage = call as UsageRecord;
+    usage.promptTokens = bill.promptTokens;
+    usage.completionTokens = bill.completionTokens;
+    usage.usageEstimated = bill.estimated;
+    usage.inputCostNano = bill.inputCostNano;
+    usage.outputCostNano = bill.outputCostNano;
     const input: SettleInput = {
       holdId: hold.holdId,
       accountId: hold.accountId,
       holdAmountNano: hold.amountNano,
-      ...keyOf(hold),
+      keyId: hold.keyId,
+      keyWindow: hold.keyId === undefined ? undefined : (hold.keyWindow ?? null),
       costNano: bill.inputCostNano + bill.outputCostNano,
-      usage: {
-        ...usage,
-        promptTokens: bill.promptTokens,
-        completionTokens: bill.completionTokens,
-        usageEstimated: bill.estimated,
-        inputCostNano: bill.inputCostNano,
-        outputCostNano: bill.outputCostNano,
-      },
+      usage,
     };
     if (idempotency) {
       input.idempotency = {
