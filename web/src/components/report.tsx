@@ -170,7 +170,8 @@ export function Breakdown({
       {rows.length === 0 ? (
         <p className="hint">No calls in this range.</p>
       ) : (
-        <div className="table-wrap">
+        // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus (WCAG 2.1.1).
+        <div className="table-wrap" tabIndex={0}>
           <table>
             <thead>
               <tr>

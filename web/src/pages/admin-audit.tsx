@@ -53,7 +53,8 @@ export function AdminAuditPage() {
       <div aria-busy={page.loading}>
         {data && data.data.length === 0 && <p className="hint">No administrator actions yet.</p>}
         {data && data.data.length > 0 && (
-          <div className="table-wrap">
+          // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus (WCAG 2.1.1).
+          <div className="table-wrap" tabIndex={0}>
             <table>
               <thead>
                 <tr>

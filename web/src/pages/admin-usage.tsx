@@ -49,7 +49,8 @@ function AccountHistory({ id }: { id: string }) {
           {h.usage.length === 0 ? (
             <p className="hint">No calls yet.</p>
           ) : (
-            <div className="table-wrap">
+            // biome-ignore lint/a11y/noNoninteractiveTabindex: a scrollable region must take focus (WCAG 2.1.1).
+            <div className="table-wrap" tabIndex={0}>
               <table>
                 <thead>
                   <tr>
