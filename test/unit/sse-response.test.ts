@@ -33,7 +33,7 @@ let now = 0;
 
 function sink(stallTimeoutMs: number, deadline: number) {
   const raw = new FakeResponse();
-  const reply = { raw, hijack() {}, getHeaders: () => ({}) } as unknown as FastifyReply;
+  const reply = { raw, request: {}, hijack() {}, getHeaders: () => ({}) } as unknown as FastifyReply;
   const response = new SseResponse(
     reply,
     { id: 'chatcmpl-test', created: 0, includeUsage: false, legacyFunctions: false },
