@@ -103,7 +103,7 @@ const STORE_LAYERS: Readonly<Record<string, readonly string[]>> = {
 };
 /** The files at the top of `store/` that are not `rules`. */
 const STORE_FILES: Readonly<Record<string, readonly string[]>> = {
-  contract: ['types.ts', 'records.ts', 'dashboard-types.ts'],
+  contract: ['types.ts', 'records.ts', 'dashboard-types.ts', 'topup-code-types.ts'],
   entry: ['index.ts', 'inspect-database.ts'],
 };
 
